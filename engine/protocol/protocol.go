@@ -1,0 +1,155 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/edictrt/edict/priority"
+)
+
+// ServiceName is the micro service name of the engine.
+const ServiceName = "edict-engine"
+
+// Subject prefixes of the three request families.
+const (
+	GraphPrefix = "edict.eg."    // edict.eg.<graph>.<op>
+	WorkPrefix  = "edict.work."  // edict.work.<op>
+	AdminPrefix = "edict.admin." // edict.admin.<op>
+)
+
+// Header names.
+const (
+	// HeaderRequestInfo is set by the NATS server on requests that cross an
+	// account boundary through a service import; the only trusted identity.
+	HeaderRequestInfo = "Nats-Request-Info"
+	// HeaderErrorCode and HeaderError are the micro error headers.
+	HeaderErrorCode = "Nats-Service-Error-Code"
+	HeaderError     = "Nats-Service-Error"
+)
+
+// DefaultGraph is the graph used when none is named.
+const DefaultGraph = "__commons__"
+
+// Anonymous is the principal of a request without trusted identity.
+const Anonymous = "anonymous"
+
+// BusyCapacity is the baseline shed text.
+const BusyCapacity = "BUSY: server at capacity, retry with backoff"
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ValidName reports whether s is a valid graph name or task type: one NATS
+// subject token of 1..128 ASCII letters, digits, '_' or '-'.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// Error codes, as in HTTP.
+const (
+	CodeBadRequest = 400
+	CodeForbidden  = 403
+	CodeNotFound   = 404
+	CodeConflict   = 409
+	CodeTooLarge   = 413
+	CodeInternal   = 500
+	CodeBusy       = 503
+	CodeTimeout    = 504
+)
+
+// Error is an engine error reply: Code goes into Nats-Service-Error-Code and
+// Text into Nats-Service-Error.
+type Error struct {
+	Code int
+	Text string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Text) }
+
+// Errorf returns an *Error with code and a formatted text.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Text: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest returns a 400 error.
+func BadRequest(format string, args ...any) *Error { return Errorf(CodeBadRequest, format, args...) }
+
+// NotFound returns a 404 error.
+func NotFound(format string, args ...any) *Error { return Errorf(CodeNotFound, format, args...) }
+
+// Conflict returns a 409 error.
+func Conflict(format string, args ...any) *Error { return Errorf(CodeConflict, format, args...) }
+
+// TooLarge returns a 413 error.
+func TooLarge(format string, args ...any) *Error { return Errorf(CodeTooLarge, format, args...) }
+
+// Busy returns a 503 error whose text is "BUSY: <reason>, retry with backoff".
+func Busy(reason string) *Error {
+	return &Error{Code: CodeBusy, Text: "BUSY: " + reason + ", retry with backoff"}
+}
+
+// Fenced is the 409 answer to a stale work-item or lease token.
+func Fenced() *Error { return &Error{Code: CodeConflict, Text: "FENCED: stale lease token"} }
+
+// As converts err into an *Error: an *Error in its chain is returned as is,
+// a context deadline becomes 504 TIMEOUT:, anything else 500.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeTimeout, Text: "TIMEOUT: dispatch deadline exceeded"}
+	}
+	return &Error{Code: CodeInternal, Text: "INTERNAL: " + err.Error()}
+}
+
+// Decode decodes one JSON object from body into v strictly: unknown fields
+// and trailing data are rejected. An empty body decodes as {}. Errors are 400.
+func Decode(body []byte, v any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return BadRequest("malformed request: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return BadRequest("malformed request: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// Caller is who sent an admitted request and the class it was admitted as
+// (already clamped to the principal's ceiling).
+type Caller struct {
+	Principal string
+	Class     priority.Class
+	// Ceiling is the highest class the principal may claim.
+	Ceiling priority.Class
+}
+
+// Request is an admitted request handed to a Handler.
+type Request struct {
+	// Op is the operation token, e.g. "claim".
+	Op string
+	// Graph is the graph token for edict.eg requests, "" otherwise.
+	Graph  string
+	Caller Caller
+	Body   []byte
+}
+
+// Handler serves one admitted request. It runs on its own goroutine under
+// ctx, which carries the request's class (priority.With) and the dispatch
+// deadline; it returns the reply value to encode as JSON, or an error (an
+// *Error for a protocol error; anything else becomes 500).
+type Handler interface {
+	// Ops lists the operations the handler serves.
+	Ops() []string
+	// Handle serves one request for an op from Ops.
+	Handle(ctx context.Context, req Request) (any, error)
+}
