@@ -81,9 +81,6 @@ func parseValue(v string) (Class, bool) {
 // fromBaggage finds the edict.priority member in a raw baggage header
 // without requiring the rest of the header to parse.
 func fromBaggage(raw string) (Class, bool) {
-	if bag, err := baggage.Parse(raw); err == nil {
-		return parseValue(bag.Member(BaggageKey).Value())
-	}
 	for part := range strings.SplitSeq(raw, ",") {
 		kv, _, _ := strings.Cut(part, ";")
 		k, v, ok := strings.Cut(kv, "=")
@@ -94,9 +91,16 @@ func fromBaggage(raw string) (Class, bool) {
 	return 0, false
 }
 
-// getFold reads key from carrier, falling back to a case-insensitive search
-// over Keys for carriers whose Get is case-sensitive.
+// getFold reads key from carrier whatever the letter case of the stored
+// name. Map-backed carriers are read directly: propagation.HeaderCarrier's
+// Get canonicalizes the name and would miss a non-canonical key.
 func getFold(carrier propagation.TextMapCarrier, key string) string {
+	switch c := carrier.(type) {
+	case Carrier:
+		return c.Get(key)
+	case propagation.HeaderCarrier:
+		return Carrier(c).Get(key)
+	}
 	if v := carrier.Get(key); v != "" {
 		return v
 	}
