@@ -327,7 +327,17 @@ func (p *Pool) claimAndAdmit(ctx context.Context, id string, hydrationFirst bool
 		p.log.Debug("scheduler: pending counts failed", "worker", id, "err", err)
 		pending = nil
 	}
-	d := p.policy.admit(id, lane, t.Type, pending)
+	// The item in hand is pending work of its lane. Ready counts no longer
+	// include it once claimed, and without it a lone item in an otherwise
+	// idle lane never makes its lane "uncovered": a one-worker pool would
+	// then keep its hot spare forever and defer that item again and again,
+	// starving background work to zero.
+	withSelf := make(map[string]int, len(pending)+1)
+	for l, n := range pending {
+		withSelf[l] = n
+	}
+	withSelf[lane]++
+	d := p.policy.admit(id, lane, t.Type, withSelf)
 	if d.Admit {
 		return t, lane, true
 	}

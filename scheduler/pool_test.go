@@ -154,9 +154,13 @@ func TestPoolDefersDeniedItem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newFakeClaimer(task("doc", "document"))
 		ran := false
+		// Two workers, one busy elsewhere: the last free worker is the
+		// interactive floor, so the document task is refused.
+		reg := NewRegistry()
+		reg.Start("elsewhere", "research", "background_research")
 		p, stop := runPool(t, PoolConfig{
 			Workers: 1, Claimer: c, Rand: constRand(0.25),
-			// Default policy: one worker with reserved 1 keeps its hot spare.
+			Policy:  NewPolicy(PolicyConfig{Workers: 2, Reserved: 1, PerLaneMin: 1}, reg),
 			Handler: func(context.Context, *Task) error { ran = true; return nil },
 		})
 		synctest.Wait()
@@ -168,8 +172,8 @@ func TestPoolDefersDeniedItem(t *testing.T) {
 		if ran || len(settled) != 0 {
 			t.Errorf("denied item ran (%v) or was settled (%v)", ran, settled)
 		}
-		if n := p.Policy().Registry().Running(); n != 0 {
-			t.Errorf("registry holds %d tasks after a denial", n)
+		if n := p.Policy().Registry().Running(); n != 1 {
+			t.Errorf("registry holds %d tasks after a denial, want only the one elsewhere", n)
 		}
 		if s := p.Stats(); s.Denied != 1 || s.Claimed != 0 {
 			t.Errorf("stats %+v", s)
@@ -452,6 +456,26 @@ func TestPoolPendingErrorStillDecides(t *testing.T) {
 		stop()
 		if _, _, settled := c.snapshot(); len(settled) != 1 {
 			t.Errorf("settled %v, want the interactive task", settled)
+		}
+	})
+}
+
+// TestPoolRunsLoneBackgroundItemOnOneWorker: with the defaults (one worker,
+// reserved 1) a lone background item still runs: the item in hand counts as
+// pending work of its lane, so the lane is uncovered and the hot-spare rule
+// does not starve background work to zero.
+func TestPoolRunsLoneBackgroundItemOnOneWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeClaimer(task("doc", "document"))
+		_, stop := runPool(t, PoolConfig{
+			Workers: 1, Claimer: c, Rand: constRand(0),
+			Handler: func(context.Context, *Task) error { return nil },
+		})
+		synctest.Wait()
+		stop()
+		_, deferred, settled := c.snapshot()
+		if len(deferred) != 0 || len(settled) != 1 {
+			t.Errorf("deferred %v, settled %v; want the lone document task run", deferred, settled)
 		}
 	})
 }
