@@ -132,8 +132,9 @@ func TestPoolHydrationReservedWorkers(t *testing.T) {
 			Policy:  NewPolicy(PolicyConfig{Workers: 4, Reserved: 2, PerLaneMin: 1}, nil),
 			Handler: func(context.Context, *Task) error { return nil },
 		})
-		synctest.Wait()
-		time.Sleep(time.Second)
+		// A poll that finds the claim gate held backs off: give every worker
+		// a minute of fake time (several polls) so none is missed.
+		time.Sleep(time.Minute)
 		synctest.Wait()
 		stop()
 		claims, _, _ := c.snapshot()
@@ -223,6 +224,9 @@ func TestHydrationReservedFallbackIsChecked(t *testing.T) {
 			Workers: 2, Claimer: c, Policy: policy, Rand: constRand(0), WorkerID: "w",
 			Handler: func(_ context.Context, tk *Task) error { ran = append(ran, tk.ID); return nil },
 		})
+		// A poll that finds the claim gate held (by w-1) backs off: a minute
+		// of fake time gives w-0 several polls.
+		time.Sleep(time.Minute)
 		synctest.Wait()
 		stop()
 		// The floor (1) is held by the task running elsewhere: the

@@ -2,12 +2,85 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/edictrt/edict/engine/protocol"
 )
 
-// runKV is not built yet: its issue is still open.
-func runKV(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "edict: this command is not built yet")
+const kvUsage = `usage: edict kv <get|put> [flags] NS KEY [VALUE]
+
+Key-value operations on a running daemon (edict.eg.<graph>.kv_* over NATS).
+Namespaces are private to the caller's principal.
+  get NS KEY          print the value (raw bytes)
+  put NS KEY VALUE    store VALUE; "-" reads it from standard input
+
+flags:
+`
+
+// runKV runs "edict kv <sub>".
+func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("edict kv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cl := addEngineClientFlags(fs)
+	graph := fs.String("graph", envOr("EDICT_GRAPH", protocol.DefaultGraph), "graph name (env EDICT_GRAPH)")
+	fs.Usage = func() { fmt.Fprint(stderr, kvUsage); fs.PrintDefaults() }
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, kvUsage)
+		fs.PrintDefaults()
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	sub := args[0]
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	name := "edict kv " + sub
+	subject := protocol.GraphPrefix + *graph + "."
+	switch sub {
+	case "get":
+		if len(pos) != 2 {
+			fmt.Fprintln(stderr, "edict kv get: want NS KEY")
+			return 2
+		}
+		return clientDo(ctx, cl, stdout, stderr, name, subject+"kv_get", map[string]string{"ns": pos[0], "key": pos[1]}, func(data []byte) error {
+			var r struct {
+				Value []byte `json:"value"`
+			}
+			if err := json.Unmarshal(data, &r); err != nil {
+				return err
+			}
+			_, err := stdout.Write(r.Value)
+			return err
+		})
+	case "put":
+		if len(pos) != 3 {
+			fmt.Fprintln(stderr, "edict kv put: want NS KEY VALUE")
+			return 2
+		}
+		value := []byte(pos[2])
+		if pos[2] == "-" {
+			var err error
+			if value, err = io.ReadAll(stdinReader()); err != nil {
+				fmt.Fprintf(stderr, "edict kv put: %v\n", err)
+				return 1
+			}
+		}
+		return clientDo(ctx, cl, stdout, stderr, name, subject+"kv_put", map[string]any{"ns": pos[0], "key": pos[1], "value": value}, func([]byte) error { return nil })
+	}
+	fmt.Fprintf(stderr, "edict kv: unknown subcommand %q\n\n%s", sub, kvUsage)
 	return 2
 }
+
+// stdinReader returns the process's standard input.
+func stdinReader() io.Reader { return os.Stdin }

@@ -1,0 +1,57 @@
+// Package work is the engine's durable work-item service: the handler behind
+// the edict.work.<op> endpoints of the edict-engine micro service.
+//
+// # Mechanism
+//
+// Items live in the JetStream stream EDICT_WORK (work-queue retention, file
+// storage, replicas from Config) on subjects edict.workq.<class>.<type>. Each
+// (class, type) pair has one durable pull consumer (AckExplicit, DeliverAll,
+// MaxDeliver unlimited, AckWait = the longest lease). A work-queue stream
+// refuses overlapping consumer filters, so a per-class consumer could not
+// serve a claim filtered by type. Consumers are created on the first submit
+// of their pair and found again at Open from the stream's consumers.
+// JetStream does the durability, redelivery after an expired lease and the
+// replication; this package never re-implements them.
+//
+// One record per item in the JetStream KV bucket EDICT_WORK_STATE holds the
+// item's stream sequence, class, type, tenant, max attempts, defer count,
+// current delivery count, that delivery's ack reply subject and the state
+// (queued, leased, acked, dead). It makes submit idempotent beyond the
+// stream's duplicate window, fences settles (also after an engine restart:
+// the ack reply subject it keeps still reaches JetStream), counts defers and
+// rebuilds the per-tenant lease counts at Open. Every record write is a
+// compare-and-set on the entry's revision, so two engines never both win.
+// The bucket also holds the 32-byte HMAC key of the lease tokens, so tokens
+// survive a restart.
+//
+// # Attempts, defer, retry, dead letters
+//
+// JetStream counts every delivery, a Nak'd one included, toward NumDelivered.
+// The attempt of a delivery is therefore NumDelivered − defers: a defer (and a
+// put-back for a tenant at its quota) increments the durable defer count and
+// then Naks with the delay, consuming no attempt and holding nothing in
+// memory. A retry Naks with the item's backoff (30 s · 2^(attempt−1), capped
+// at 15 min, proportional jitter in [0.5, 1.0)) or, on the last attempt,
+// dead-letters with reason attempts_exhausted. An expired lease is
+// redelivered by JetStream and counts as an attempt; a delivery whose attempt
+// would exceed max_attempts is dead-lettered with reason lease_exhausted
+// instead of being handed out. Dead letters keep the item, its attempts and
+// the reason in the stream EDICT_WORK_DEAD (edict.workdead.<class>.<type>,
+// limits retention); dead_replay queues them again with fresh attempts.
+//
+// # Tokens and fencing
+//
+// A claim's token is an HMAC-SHA256 over (item id, stream sequence, delivery
+// count). A token that does not decode or verify is a 400; a token whose
+// delivery is no longer the record's current, leased one (the lease expired
+// and the item went to another worker, or it was settled) is a 409
+// "FENCED: stale lease token" and changes nothing.
+//
+// # Concurrency and lifecycle
+//
+// A Service is safe for concurrent use: the engine service calls Handle on
+// one goroutine per admitted request. Operations on one item are serialized
+// inside the engine by a striped lock and across engines by the record's
+// compare-and-set. Open creates or updates the streams and the bucket;
+// Close stops the timers of shortened leases and makes Handle return 503.
+package work

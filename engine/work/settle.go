@@ -1,0 +1,274 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/edictrt/edict/engine/protocol"
+	"github.com/edictrt/edict/priority"
+)
+
+// current verifies token and loads the record of its grant, which must be
+// the item's current, live lease. It returns the record with the item's
+// lock held; the caller must call unlock.
+func (s *Service) current(ctx context.Context, token string) (rec record, rev uint64, unlock func(), err error) {
+	g, err := verifyToken(s.key, token)
+	if err != nil {
+		return record{}, 0, nil, protocol.BadRequest("invalid token")
+	}
+	unlock = s.lock(g.ID)
+	rec, rev, found, err := s.loadRecord(ctx, g.ID)
+	if err != nil {
+		unlock()
+		return record{}, 0, nil, err
+	}
+	if !found || rec.State != stateLeased || rec.Seq != g.Seq || rec.Delivered != g.Delivered || !rec.LeaseUntil.After(s.cfg.Now()) {
+		unlock()
+		return record{}, 0, nil, protocol.Fenced()
+	}
+	return rec, rev, unlock, nil
+}
+
+// fencedOnRace maps a lost compare-and-set to FENCED: someone else changed
+// the item's grant between our read and our write.
+func fencedOnRace(err error) error {
+	if errors.Is(err, errRevision) {
+		return protocol.Fenced()
+	}
+	return err
+}
+
+func (s *Service) ack(ctx context.Context, req protocol.Request) (any, error) {
+	var in tokenRequest
+	if err := protocol.Decode(req.Body, &in); err != nil {
+		return nil, err
+	}
+	rec, rev, unlock, err := s.current(ctx, in.Token)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	reply := rec.Reply
+	rec.State, rec.Reply, rec.LeaseUntil = stateAcked, "", time.Time{}
+	// The record first: should the ack below be lost, the redelivery finds
+	// the item acked and acknowledges it without handing it out.
+	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		return nil, fencedOnRace(err)
+	}
+	s.untrack(rec.ID)
+	if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
+		s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
+	}
+	return struct{}{}, nil
+}
+
+// retryDelay is RetryBase·2^(attempt−1) capped at RetryMax, times a
+// proportional jitter in [0.5, 1.0).
+func (s *Service) retryDelay(attempt int) time.Duration {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     s.cfg.RetryBase,
+		RandomizationFactor: 0,
+		Multiplier:          2,
+		MaxInterval:         s.cfg.RetryMax,
+		MaxElapsedTime:      0,
+		Stop:                backoff.Stop,
+		Clock:               backoff.SystemClock,
+	}
+	b.Reset()
+	d := b.InitialInterval
+	for range max(attempt, 1) {
+		d = b.NextBackOff()
+	}
+	return time.Duration(float64(d) * (0.5 + 0.5*s.cfg.Rand()))
+}
+
+func (s *Service) retry(ctx context.Context, req protocol.Request) (any, error) {
+	var in retryRequest
+	if err := protocol.Decode(req.Body, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Error) > 4*MaxReasonLen {
+		return nil, protocol.TooLarge("error text over %d bytes", 4*MaxReasonLen)
+	}
+	rec, rev, unlock, err := s.current(ctx, in.Token)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	attempt := attemptOf(rec.Delivered, rec.Defers)
+	if attempt >= rec.MaxAttempts {
+		it, err := s.itemOf(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.deadLetter(ctx, rec, rev, it, attempt, "attempts_exhausted", rec.Reply); err != nil {
+			return nil, fencedOnRace(err)
+		}
+		return retryReply{Dead: true}, nil
+	}
+	delay := s.retryDelay(attempt)
+	next := s.cfg.Now().Add(delay)
+	reply := rec.Reply
+	rec.State, rec.Reply, rec.LeaseUntil = stateQueued, "", time.Time{}
+	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		return nil, fencedOnRace(err)
+	}
+	s.untrack(rec.ID)
+	if err := s.settleReply(ctx, reply, nakBody(delay)); err != nil {
+		return nil, err
+	}
+	return retryReply{Dead: false, NextAt: formatTime(next)}, nil
+}
+
+func (s *Service) deferItem(ctx context.Context, req protocol.Request) (any, error) {
+	var in deferRequest
+	if err := protocol.Decode(req.Body, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Reason) > MaxReasonLen {
+		return nil, protocol.TooLarge("reason over %d bytes", MaxReasonLen)
+	}
+	now := s.cfg.Now()
+	var next time.Time
+	switch {
+	case (in.Until == "") == (in.DelayMS == nil):
+		return nil, protocol.BadRequest("exactly one of until and delay_ms is required")
+	case in.DelayMS != nil:
+		if *in.DelayMS < 0 || *in.DelayMS > int64(365*24*time.Hour/time.Millisecond) {
+			return nil, protocol.BadRequest("invalid delay_ms %d", *in.DelayMS)
+		}
+		next = now.Add(time.Duration(*in.DelayMS) * time.Millisecond)
+	default:
+		t, err := time.Parse(time.RFC3339, in.Until)
+		if err != nil {
+			return nil, protocol.BadRequest("invalid until %q: want RFC 3339", in.Until)
+		}
+		if t.Sub(now) > 365*24*time.Hour {
+			return nil, protocol.BadRequest("until %q is more than a year ahead", in.Until)
+		}
+		next = t
+	}
+	if next.Before(now) {
+		next = now
+	}
+	rec, rev, unlock, err := s.current(ctx, in.Token)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	reply := rec.Reply
+	// The defer count first, durably: the Nak's redelivery then consumes
+	// no attempt.
+	rec.Defers++
+	rec.State, rec.Reply, rec.LeaseUntil = stateQueued, "", time.Time{}
+	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		return nil, fencedOnRace(err)
+	}
+	s.untrack(rec.ID)
+	if err := s.settleReply(ctx, reply, nakBody(next.Sub(now))); err != nil {
+		return nil, err
+	}
+	return deferReply{NextAt: formatTime(next)}, nil
+}
+
+func (s *Service) extend(ctx context.Context, req protocol.Request) (any, error) {
+	var in extendRequest
+	if err := protocol.Decode(req.Body, &in); err != nil {
+		return nil, err
+	}
+	d, err := s.leaseFor(in.LeaseSeconds)
+	if err != nil {
+		return nil, err
+	}
+	rec, rev, unlock, err := s.current(ctx, in.Token)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// +WPI restarts JetStream's full AckWait.
+	if err := s.settleReply(ctx, rec.Reply, "+WPI"); err != nil {
+		return nil, err
+	}
+	rec.LeaseUntil = s.cfg.Now().Add(d)
+	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		return nil, fencedOnRace(err)
+	}
+	cls, _ := priority.Parse(rec.Class)
+	s.track(rec, cls)
+	return extendReply{LeaseExpiresAt: formatTime(rec.LeaseUntil)}, nil
+}
+
+func (s *Service) deadLetterOp(ctx context.Context, req protocol.Request) (any, error) {
+	var in deadRequest
+	if err := protocol.Decode(req.Body, &in); err != nil {
+		return nil, err
+	}
+	if in.Reason == "" {
+		return nil, protocol.BadRequest("reason is required")
+	}
+	if len(in.Reason) > MaxReasonLen {
+		return nil, protocol.TooLarge("reason over %d bytes", MaxReasonLen)
+	}
+	rec, rev, unlock, err := s.current(ctx, in.Token)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	it, err := s.itemOf(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.deadLetter(ctx, rec, rev, it, attemptOf(rec.Delivered, rec.Defers), in.Reason, rec.Reply); err != nil {
+		return nil, fencedOnRace(err)
+	}
+	return struct{}{}, nil
+}
+
+// itemOf reads the item's current copy from the work stream.
+func (s *Service) itemOf(ctx context.Context, rec record) (storedItem, error) {
+	m, err := s.stream.GetMsg(ctx, rec.Seq)
+	if err != nil {
+		return storedItem{}, fmt.Errorf("work: load item %s: %w", rec.ID, err)
+	}
+	it, ok := itemFromMsg(m.Header, m.Data)
+	if !ok || it.ID != rec.ID {
+		return storedItem{}, fmt.Errorf("work: item %s: malformed message %d", rec.ID, rec.Seq)
+	}
+	return it, nil
+}
+
+// deadLetter moves an item to EDICT_WORK_DEAD: the dead letter first
+// (deduplicated by <id>:<seq>), then the record, then the delivery's Term.
+func (s *Service) deadLetter(ctx context.Context, rec record, rev uint64, it storedItem, attempts int, reason, reply string) error {
+	cls, err := priority.Parse(rec.Class)
+	if err != nil {
+		return fmt.Errorf("work: record %s: %w", rec.ID, err)
+	}
+	b, err := encodeDead(storedDead{ID: rec.ID, Type: rec.Type, Class: rec.Class, Tenant: rec.Tenant, Payload: it.Payload, Attempts: attempts, Reason: reason, MaxAttempts: rec.MaxAttempts})
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(pair{cls, rec.Type}.deadSubject())
+	msg.Data = b
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(fmt.Sprintf("%s:%d", rec.ID, rec.Seq)), jetstream.WithExpectStream(DeadStreamName))
+	if err != nil {
+		return fmt.Errorf("work: dead-letter %s: %w", rec.ID, err)
+	}
+	rec.State, rec.Reply, rec.LeaseUntil = stateDead, "", time.Time{}
+	rec.DeadSeq, rec.Attempts = ack.Sequence, attempts
+	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		return err
+	}
+	s.untrack(rec.ID)
+	if err := s.settleReply(ctx, reply, "+TERM "+reason); err != nil {
+		s.cfg.Logger.Warn("work: term dead-lettered delivery", "id", rec.ID, "err", err)
+	}
+	s.cfg.Logger.Info("work: dead-lettered", "id", rec.ID, "reason", reason, "attempts", attempts)
+	return nil
+}

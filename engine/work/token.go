@@ -1,0 +1,113 @@
+package work
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+)
+
+// tokenVersion is the first byte of every token.
+const tokenVersion = 1
+
+// maxIDLen bounds an item id (one KV key token).
+const maxIDLen = 128
+
+var errBadToken = errors.New("work: malformed token")
+
+// grant is what a token identifies: one delivery of one item.
+type grant struct {
+	ID        string
+	Seq       uint64
+	Delivered uint64
+}
+
+// tokenMAC computes the HMAC-SHA256 of g under key.
+func tokenMAC(key []byte, g grant) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(grantBytes(g))
+	return m.Sum(nil)
+}
+
+// grantBytes is the signed part of a token: version, seq, delivered, id length, id.
+func grantBytes(g grant) []byte {
+	b := make([]byte, 0, 1+8+8+1+len(g.ID))
+	b = append(b, tokenVersion)
+	b = binary.BigEndian.AppendUint64(b, g.Seq)
+	b = binary.BigEndian.AppendUint64(b, g.Delivered)
+	b = append(b, byte(len(g.ID)))
+	return append(b, g.ID...)
+}
+
+// encodeToken returns the opaque token of g: base64url(grant bytes ‖ mac).
+func encodeToken(key []byte, g grant) string {
+	b := grantBytes(g)
+	b = append(b, tokenMAC(key, g)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// parseToken decodes a token without verifying it. It never panics on any
+// input.
+func parseToken(s string) (grant, []byte, error) {
+	if len(s) == 0 || len(s) > 512 {
+		return grant{}, nil, errBadToken
+	}
+	for i := 0; i < len(s); i++ {
+		// The decoder skips CR and LF: refuse anything outside the alphabet
+		// so one token has one spelling.
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return grant{}, nil, errBadToken
+		}
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return grant{}, nil, errBadToken
+	}
+	const head = 1 + 8 + 8 + 1
+	if len(b) < head+1+sha256.Size || b[0] != tokenVersion {
+		return grant{}, nil, errBadToken
+	}
+	n := int(b[head-1])
+	if n == 0 || n > maxIDLen || len(b) != head+n+sha256.Size {
+		return grant{}, nil, errBadToken
+	}
+	g := grant{
+		Seq:       binary.BigEndian.Uint64(b[1:9]),
+		Delivered: binary.BigEndian.Uint64(b[9:17]),
+		ID:        string(b[head : head+n]),
+	}
+	if !validID(g.ID) {
+		return grant{}, nil, errBadToken
+	}
+	return g, b[head+n:], nil
+}
+
+// verifyToken decodes and authenticates a token.
+func verifyToken(key []byte, s string) (grant, error) {
+	g, mac, err := parseToken(s)
+	if err != nil {
+		return grant{}, err
+	}
+	if !hmac.Equal(mac, tokenMAC(key, g)) {
+		return grant{}, errBadToken
+	}
+	return g, nil
+}
+
+// validID reports whether id can be an item id: 1..128 of [A-Za-z0-9_-=],
+// which is also a valid KV key token and safe in a Nats-Msg-Id.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}

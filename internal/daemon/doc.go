@@ -1,0 +1,15 @@
+// Package daemon is the composition root of edict serve: it starts (or
+// connects to) NATS, opens the graph store, starts the work-item service and
+// the engine's micro service, serves /metrics and /healthz, exports traces,
+// and drains everything when its context is cancelled.
+//
+// Data directory: <data>/engine holds the shard files (store.Open),
+// <data>/jetstream the embedded JetStream store.
+//
+// The embedded NATS server has the two accounts of DESIGN.md (package
+// embedded): the engine runs in ENGINE with a password generated at each
+// start, so no application can log into it and Nats-Request-Info is
+// trusted; applications connect without credentials as APP. With
+// Config.NATSURL no server is embedded and the header is trusted only when
+// Config.TrustRequestInfo says so.
+package daemon

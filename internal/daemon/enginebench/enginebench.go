@@ -1,0 +1,278 @@
+// Package enginebench holds the engine service's benchmarks as ordinary
+// functions, so the same code runs under "go test -bench" (engine/service)
+// and from "edict bench" (through testing.Benchmark). Each benchmark starts
+// its own two-account nats-server and store in a temporary directory and
+// reports a ratio against a baseline measured in the same run.
+package enginebench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/edictrt/edict/engine/admission"
+	"github.com/edictrt/edict/engine/protocol"
+	"github.com/edictrt/edict/engine/service"
+	"github.com/edictrt/edict/engine/store"
+	"github.com/edictrt/edict/internal/daemon/embedded"
+)
+
+// timeout bounds each benchmark request.
+const timeout = 10 * time.Second
+
+// Env is a running server, store and engine service for a benchmark.
+type Env struct {
+	Server *server.Server
+	Store  *store.Store
+	Svc    *service.Service
+	Engine *nats.Conn
+	App    *nats.Conn
+	dir    string
+}
+
+// Start starts an Env with the admission sizes adm; Close releases it.
+func Start(adm admission.Config) (*Env, error) {
+	dir, err := os.MkdirTemp("", "edict-bench-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{dir: dir}
+	fail := func(err error) (*Env, error) { e.Close(); return nil, err }
+	opts, creds, err := embedded.Options(embedded.Config{Port: server.RANDOM_PORT, StoreDir: dir + "/jetstream"})
+	if err != nil {
+		return fail(err)
+	}
+	if e.Server, err = server.NewServer(opts); err != nil {
+		return fail(err)
+	}
+	e.Server.Start()
+	if !e.Server.ReadyForConnections(10 * time.Second) {
+		return fail(fmt.Errorf("enginebench: server not ready"))
+	}
+	if e.Engine, err = nats.Connect(e.Server.ClientURL(), nats.UserInfo(creds.User, creds.Password)); err != nil {
+		return fail(err)
+	}
+	if e.App, err = nats.Connect(e.Server.ClientURL()); err != nil {
+		return fail(err)
+	}
+	if e.Store, err = store.Open(dir+"/engine", store.Config{Shards: 2}); err != nil {
+		return fail(err)
+	}
+	if e.Svc, err = service.Start(context.Background(), e.Engine, service.Config{Store: e.Store, Admission: adm, TrustRequestInfo: true}); err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// Close stops everything Start started and removes the directory.
+func (e *Env) Close() {
+	if e.Svc != nil {
+		_ = e.Svc.Close()
+	}
+	if e.App != nil {
+		e.App.Close()
+	}
+	if e.Engine != nil {
+		e.Engine.Close()
+	}
+	if e.Store != nil {
+		_ = e.Store.Close()
+	}
+	if e.Server != nil {
+		e.Server.Shutdown()
+		e.Server.WaitForShutdown()
+	}
+	_ = os.RemoveAll(e.dir)
+}
+
+// request sends body and fails on a NATS error or an error reply.
+func request(nc *nats.Conn, subject string, body []byte, hdr nats.Header) (code string, err error) {
+	msg := &nats.Msg{Subject: subject, Data: body, Header: hdr}
+	m, err := nc.RequestMsg(msg, timeout)
+	if err != nil {
+		return "", err
+	}
+	return m.Header.Get(protocol.HeaderErrorCode), nil
+}
+
+var interactive = nats.Header{"X-Resource-Priority": []string{"interactive"}}
+
+// addEcho registers a bare micro echo endpoint on e's engine connection,
+// on an edict.eg subject so its requests cross the same service import as
+// the engine's: the baseline of NodeRead.
+func addEcho(e *Env) (stop func(), err error) {
+	svc, err := micro.AddService(e.Engine, micro.Config{Name: "edict-bench-echo", Version: "0.0.1"})
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.AddEndpoint("echo", micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(r.Data()) }),
+		micro.WithEndpointSubject("edict.eg.bench.echo")); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	if err := e.Engine.Flush(); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	return func() { _ = svc.Stop() }, nil
+}
+
+// NodeRead benchmarks a node_get round trip through the service against a
+// bare micro echo endpoint on the same server. Each iteration times one
+// echo and one node_get back to back, so machine load drifts affect both
+// alike; it reports x-vs-micro-echo (target ≤ 2) and both latencies.
+func NodeRead(b *testing.B) {
+	e, err := Start(admission.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Store.NodePut(context.Background(), "bench", store.Node{ID: "n", Props: json.RawMessage(`{"v":1}`)}); err != nil {
+		b.Fatal(err)
+	}
+	stop, err := addEcho(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	body := []byte(`{"id":"n"}`)
+	for range 200 { // warm both paths
+		if _, err := request(e.App, "edict.eg.bench.echo", body, interactive); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := request(e.App, "edict.eg.bench.node_get", body, interactive); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var echo, node time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := request(e.App, "edict.eg.bench.echo", body, interactive); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		code, err := request(e.App, "edict.eg.bench.node_get", body, interactive)
+		if err != nil || code != "" {
+			b.Fatalf("node_get: %v %s", err, code)
+		}
+		echo += t1.Sub(t0)
+		node += time.Since(t1)
+	}
+	b.ReportMetric(float64(node)/float64(max(echo, 1)), "x-vs-micro-echo")
+	b.ReportMetric(float64(node.Nanoseconds())/float64(b.N), "node_get-ns")
+	b.ReportMetric(float64(echo.Nanoseconds())/float64(b.N), "echo-ns")
+}
+
+// FloodWriters is the number of concurrent writers of ReadsUnderWriteFlood.
+const FloodWriters = 16
+
+// FloodBackoff is how long a flood writer waits after a BUSY.
+const FloodBackoff = time.Millisecond
+
+// ReadsUnderWriteFlood benchmarks interactive node_get round trips while
+// FloodWriters writers saturate the gate on the same graph (small limits so
+// the flood saturates on any machine). It reports reads-shed (target 0),
+// writes-shed, and p99-x-vs-idle: the reads' p99 under the flood over their
+// p99 measured idle in the same run (target ≤ 2).
+func ReadsUnderWriteFlood(b *testing.B) {
+	e, err := Start(admission.Config{MaxInFlight: 8, PerGraph: 4, ReadReserved: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	const graph = "edict.eg.__commons__."
+	if _, err := e.Store.NodePut(context.Background(), protocol.DefaultGraph, store.Node{ID: "hot", Props: json.RawMessage(`{}`)}); err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"id":"hot"}`)
+	read := func() (time.Duration, bool, error) {
+		t0 := time.Now()
+		code, err := request(e.App, graph+"node_get", body, interactive)
+		return time.Since(t0), code == "503", err
+	}
+	var idle []time.Duration
+	for range 2000 {
+		d, _, err := read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		idle = append(idle, d)
+	}
+
+	// The flood comes from its own connection, as an ingestion process
+	// would: the reads' connection is the interactive client's.
+	ingest, err := nats.Connect(e.Server.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ingest.Close()
+	var writesShed, writesOK atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range FloodWriters {
+		wg.Go(func() {
+			hdr := nats.Header{"X-Resource-Priority": []string{"background_ingestion"}}
+			wbody := fmt.Appendf(nil, `{"id":"w%d","props":{"x":1}}`, i)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, err := request(ingest, graph+"node_put", wbody, hdr)
+				switch {
+				case err != nil:
+					return
+				case code == "503":
+					writesShed.Add(1)
+					// BUSY means "retry with backoff": a well-behaved
+					// ingest client waits before retrying.
+					time.Sleep(FloodBackoff)
+				default:
+					writesOK.Add(1)
+				}
+			}
+		})
+	}
+	var flood []time.Duration
+	var readsShed int
+	b.ResetTimer()
+	for b.Loop() {
+		d, shed, err := read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if shed {
+			readsShed++
+		}
+		flood = append(flood, d)
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(readsShed), "reads-shed")
+	b.ReportMetric(float64(writesShed.Load()), "writes-shed")
+	b.ReportMetric(float64(p99(flood))/float64(max(p99(idle), 1)), "p99-x-vs-idle")
+	b.ReportMetric(float64(p99(idle).Microseconds()), "idle-p99-µs")
+	b.ReportMetric(float64(p99(flood).Microseconds()), "flood-p99-µs")
+}
+
+func p99(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*99/100)]
+}
