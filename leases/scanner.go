@@ -20,12 +20,74 @@ type Scanner struct {
 	active bool
 	buf    []byte   // getdents buffer, reused under mu
 	names  []string // entry names of the current scan, reused under mu
+	snap   dirSnap  // what the last full scan saw, for the unchanged-directory shortcut
+
+	settled   time.Duration // settledAge; tests shorten it
+	fullScans int           // full scans run, for tests
+}
+
+// dirSnap remembers the directory as the last full scan found it. While the
+// directory is unchanged (same inode, mtime and ctime: every create, rename
+// and unlink in it moves mtime, every chmod or chown ctime) the records it
+// inspected are the same, so the answer follows from the expiries it saw
+// and the clock alone, and a scan costs one lstat instead of a readdir and
+// an open per record. Holders rewrite by rename, so a live holder changes
+// the directory at every refresh anyway.
+//
+// Two guards keep the shortcut exact: the snapshot is trusted only when the
+// directory's timestamps were already settledAge old when the full scan
+// started (file-system timestamps are coarse: a change in the same tick as
+// the scan would not move them), and a full scan runs at least once a TTL
+// whatever the timestamps say, which also bounds how long a record written
+// in place by a foreign process (never by a Holder) can go unseen.
+type dirSnap struct {
+	ok           bool
+	dev, ino     uint64
+	mtime, ctime syscall.Timespec
+	scanned      time.Time // wall clock when the full scan started
+	// live is the expiry of the live record that ended the scan, 0 if none.
+	live float64
+	// future lists expiries of well-formed records that were too far in the
+	// future to count when the scan ran; they may come into range.
+	future []float64
+}
+
+// settledAge is how old the directory's timestamps must be, when a full
+// scan starts, for the snapshot to be trusted.
+const settledAge = 100 * time.Millisecond
+
+// answer returns the scan's answer for an unchanged directory at nowS, and
+// false when only a full scan can tell (the live record it saw expired).
+func (d *dirSnap) answer(nowS, ttlS float64) (active, ok bool) {
+	if d.live > 0 {
+		return true, nowS < d.live
+	}
+	for _, e := range d.future {
+		if nowS < e && e <= nowS+2*ttlS {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// unchanged reports whether st shows the directory the snapshot describes,
+// trustworthy at real time wall.
+func (d *dirSnap) unchanged(st *syscall.Stat_t, wall time.Time, ttl, settledAge time.Duration) bool {
+	if !d.ok || st.Dev != d.dev || st.Ino != d.ino || st.Mtim != d.mtime || st.Ctim != d.ctime {
+		return false
+	}
+	age := wall.Sub(d.scanned)
+	if age < 0 || age >= ttl {
+		return false
+	}
+	settled := d.scanned.Add(-settledAge)
+	return !time.Unix(d.mtime.Unix()).After(settled) && !time.Unix(d.ctime.Unix()).After(settled)
 }
 
 // NewScanner returns a scanner of dir. Nothing is read until
 // [Scanner.Active].
 func NewScanner(dir string, cfg Config) *Scanner {
-	return &Scanner{dir: dir, cfg: cfg}
+	return &Scanner{dir: dir, cfg: cfg, settled: settledAge}
 }
 
 // Active reports whether dir holds at least one live lease. The answer is
@@ -47,15 +109,29 @@ func (s *Scanner) Active() bool {
 	return s.active
 }
 
-// Reset drops the cached answer, so the next Active scans.
+// Reset drops the cached answer and what the last scan saw, so the next
+// Active reads the directory.
 func (s *Scanner) Reset() {
 	s.mu.Lock()
 	s.cached = false
+	s.snap.ok = false
 	s.mu.Unlock()
 }
 
 // scan reads one bounded batch of directory entries.
 func (s *Scanner) scan(now time.Time) bool {
+	nowS := unixSeconds(now)
+	ttlS := s.cfg.ttl().Seconds()
+	wall := time.Now()
+	var lst syscall.Stat_t
+	if syscall.Lstat(s.dir, &lst) == nil && checkDirStat(&lst) == nil && lst.Mode&0o7777 == 0o700 &&
+		s.snap.unchanged(&lst, wall, s.cfg.ttl(), s.settled) {
+		if active, ok := s.snap.answer(nowS, ttlS); ok {
+			return active
+		}
+	}
+	s.snap.ok = false
+	s.fullScans++
 	if prepareDir(s.dir) != nil {
 		return false
 	}
@@ -68,9 +144,9 @@ func (s *Scanner) scan(now time.Time) bool {
 	if syscall.Fstat(fd, &st) != nil || checkDirStat(&st) != nil {
 		return false
 	}
+	s.snap = dirSnap{ok: true, dev: st.Dev, ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim,
+		scanned: wall, future: s.snap.future[:0]}
 	entries := s.readNames(fd, s.cfg.maxEntries())
-	nowS := unixSeconds(now)
-	ttlS := s.cfg.ttl().Seconds()
 	for _, name := range entries {
 		if !strings.HasSuffix(name, ".json") {
 			continue
@@ -81,13 +157,19 @@ func (s *Scanner) scan(now time.Time) bool {
 			continue
 		}
 		if nowS < exp && exp <= nowS+2*ttlS {
+			s.snap.live = exp
 			return true
+		}
+		if exp > nowS {
+			s.snap.future = append(s.snap.future, exp)
 		}
 		if exp < nowS-2*ttlS {
 			// A crashed holder's record: it can never become live again.
 			if err := removeOwned(path); err != nil {
 				s.cfg.logger().Debug("leases: remove stale record", "path", path, "err", err)
 			}
+			// The removal changed the directory: the next scan reads it again.
+			s.snap.ok = false
 		}
 	}
 	return false
