@@ -93,8 +93,10 @@ func NewScanner(dir string, cfg Config) *Scanner {
 // Active reports whether dir holds at least one live lease. The answer is
 // reused for [Config.CacheInterval]; otherwise Active scans at most
 // [Config.MaxEntries] entries, stops at the first live lease and removes
-// records of crashed holders on the way. A missing or unsafe directory, or
-// any error, reads as no lease.
+// records of crashed holders on the way. A directory unchanged since the
+// last full scan (see dirSnap) is answered from what that scan saw, at the
+// cost of one lstat. A missing or unsafe directory, or any error, reads as
+// no lease.
 func (s *Scanner) Active() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
