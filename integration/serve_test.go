@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +63,22 @@ func TestServeProcess(t *testing.T) {
 	if out, errs, code := edict(t, p.natsURL, "kv", "get", "prefs", "theme"); code != 0 || out != "dark" {
 		t.Fatalf("kv get: %d %q %s", code, out, errs)
 	}
+	// On a terminal kv get ends the value with a newline (the pty turns it
+	// into CR LF); piped, above, it prints the raw bytes.
+	if got, err := kvGetOnTerminal(t, p.natsURL, "prefs", "theme"); err != nil {
+		t.Logf("kv get on a terminal not checked: %v", err)
+	} else if got != "dark\r\n" {
+		t.Errorf("kv get on a terminal printed %q, want %q", got, "dark\r\n")
+	}
+	if _, errs, code := edict(t, p.natsURL, "kv", "get", "prefs", "nokey"); code != 1 || !strings.Contains(errs, "404") || !strings.Contains(errs, `"nokey"`) {
+		t.Errorf("kv get of an absent key: exit %d, stderr %q; want 1 and the 404 text", code, errs)
+	}
+	if _, errs, code := edict(t, p.natsURL, "graph", "neighbors", "alice", "--dir", "sideways"); code != 1 || !strings.Contains(errs, "400") || !strings.Contains(errs, "sideways") {
+		t.Errorf("graph neighbors --dir sideways: exit %d, stderr %q; want 1 and the 400 text", code, errs)
+	}
+	if _, errs, code := edict(t, p.natsURL, "graph", "get", "--graph", "bad.name", "alice"); code != 2 || !strings.Contains(errs, "bad --graph") {
+		t.Errorf("graph get --graph bad.name: exit %d, stderr %q; want 2 and a bad --graph message", code, errs)
+	}
 	if out, errs, code := edict(t, p.natsURL, "status"); code != 0 || !strings.Contains(out, "edict-engine") || !strings.Contains(out, "eg_node_put") {
 		t.Fatalf("status: %d %q %s", code, out, errs)
 	}
@@ -78,6 +96,14 @@ func TestServeProcess(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0\n%s", code, p.logs())
 	}
+	// A person watching the log sees a clean stop, step by step.
+	logs := p.logs()
+	for _, line := range []string{"draining in-flight ones", "in-flight requests drained", "nats connection flushed and closed",
+		"embedded nats server stopped", "store writers flushed, shard files closed (K=2)", "stopped cleanly"} {
+		if !strings.Contains(logs, line) {
+			t.Errorf("the shutdown log lacks %q:\n%s", line, logs)
+		}
+	}
 
 	// Restart on the same data.
 	p = startServe(t, dataDir)
@@ -88,6 +114,39 @@ func TestServeProcess(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("second exit code = %d, want 0\n%s", code, p.logs())
 	}
+}
+
+// kvGetOnTerminal runs "edict kv get ns key" with its standard output on a
+// pseudo-terminal and returns what the terminal received, or the error of
+// a system without pseudo-terminals.
+func kvGetOnTerminal(t *testing.T, url, ns, key string) (string, error) {
+	t.Helper()
+	master, tty, err := openPTY(t)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, edictBin, "kv", "get", ns, key)
+	cmd.Env = append(cmd.Environ(), "EDICT_NATS_URL="+url)
+	cmd.Stdout = tty
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kv get on a terminal: %v %s", err, errb.String())
+	}
+	tty.Close()
+	_ = master.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var got []byte
+	buf := make([]byte, 256)
+	for {
+		n, err := master.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil { // EIO once the terminal side is closed and drained
+			break
+		}
+	}
+	return string(got), nil
 }
 
 func TestServeHelpExplainsEveryFlag(t *testing.T) {
@@ -102,9 +161,11 @@ func TestServeHelpExplainsEveryFlag(t *testing.T) {
 			t.Errorf("serve --help does not mention %s", f)
 		}
 	}
-	for _, sub := range [][]string{{"graph", "--help"}, {"kv", "--help"}, {"status", "--help"}, {"bench", "--help"}} {
-		if _, _, code := edict(t, "", sub...); code != 0 {
-			t.Errorf("edict %v exit %d", sub, code)
+	// Asked for, help goes to standard output with exit 0.
+	for _, sub := range [][]string{{"graph", "--help"}, {"graph", "get", "-h"}, {"kv", "--help"}, {"kv", "get", "--help"},
+		{"status", "--help"}, {"bench", "--help"}, {"serve", "--help"}} {
+		if out, _, code := edict(t, "", sub...); code != 0 || !strings.HasPrefix(out, "usage: edict "+sub[0]) {
+			t.Errorf("edict %v: exit %d, stdout %.80q; want 0 and the usage", sub, code, out)
 		}
 	}
 }

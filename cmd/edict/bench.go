@@ -22,7 +22,8 @@ type benchmark struct {
 func benchmarks() []benchmark {
 	return []benchmark{
 		{"engine/node-read", enginebench.NodeRead, []string{"x-vs-micro-echo"}},
-		{"engine/reads-under-write-flood", enginebench.ReadsUnderWriteFlood, []string{"reads-shed", "writes-shed", "p99-x-vs-idle"}},
+		{"engine/reads-under-write-flood", enginebench.ReadsUnderWriteFlood, []string{"reads-shed", "writes-shed", "reads-reserved-pct", "p99-x-vs-idle", "idle-p99-µs", "flood-p99-µs", "idle-cpu-cores", "flood-cpu-cores"}},
+		{"engine/reads-under-retry-storm", enginebench.ReadsUnderRetryStorm, []string{"reads-shed", "writes-shed", "reads-reserved-pct", "p99-x-vs-idle", "idle-p99-µs", "flood-p99-µs", "idle-cpu-cores", "flood-cpu-cores"}},
 	}
 }
 
@@ -33,23 +34,34 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	only := fs.String("run", "", "run only the benchmarks whose name contains this text")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: edict bench [flags]
+		fmt.Fprint(fs.Output(), `usage: edict bench [flags]
 
 Runs the engine benchmarks in this process, each against its own temporary
 NATS server and data directory, and prints their ratios:
   engine/node-read                node_get round trip through edict-engine vs a bare
                                   micro echo endpoint on the same server (target <= 2)
-  engine/reads-under-write-flood  interactive reads while writers flood the gate:
-                                  reads shed (target 0), p99 vs idle p99 (target <= 2)
+  engine/reads-under-write-flood  interactive reads while ingest writers on two graphs
+                                  hold every permit and the surplus is shed: reads shed
+                                  (target 0), share of reads on the reserved lane, p99 vs
+                                  idle p99 (target <= 2), CPU cores used idle and flooded
+  engine/reads-under-retry-storm  the same under 16 writers retrying 1 ms after each BUSY
+                                  (a badly behaved client; no target, for comparison)
 
 flags:
 `)
 		fs.PrintDefaults()
 	}
+	if helpRequested(args) {
+		fs.SetOutput(stdout)
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "edict bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
 	testing.Init()

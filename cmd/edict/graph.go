@@ -27,13 +27,17 @@ type engineClient struct {
 	timeout time.Duration
 }
 
-// addEngineClientFlags registers the shared client flags on fs.
-func addEngineClientFlags(fs *flag.FlagSet) *engineClient {
+// addEngineClientFlags registers the shared client flags on fs; withClass
+// adds --class (requests that pass through admission).
+func addEngineClientFlags(fs *flag.FlagSet, withClass bool) *engineClient {
 	c := &engineClient{}
 	fs.StringVar(&c.url, "nats-url", envOr("EDICT_NATS_URL", nats.DefaultURL), "NATS URL of the running daemon (env EDICT_NATS_URL)")
 	fs.StringVar(&c.creds, "nats-creds", os.Getenv("EDICT_NATS_CREDS"), "NATS credentials file; none for the embedded default (env EDICT_NATS_CREDS)")
-	fs.StringVar(&c.class, "class", envOr("EDICT_CLASS", "interactive"),
-		"priority class sent in X-Resource-Priority: interactive, orchestration, hydration or background_ingestion (env EDICT_CLASS)")
+	if withClass {
+		fs.StringVar(&c.class, "class", envOr("EDICT_CLASS", "interactive"),
+			"priority class sent in X-Resource-Priority: interactive, orchestration, hydration or background_ingestion; "+
+				"the daemon may clamp it lower for your principal (env EDICT_CLASS)")
+	}
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "request timeout (env EDICT_TIMEOUT)")
 	if d, err := time.ParseDuration(os.Getenv("EDICT_TIMEOUT")); err == nil {
 		c.timeout = d
@@ -43,14 +47,46 @@ func addEngineClientFlags(fs *flag.FlagSet) *engineClient {
 
 // connect opens the NATS connection.
 func (c *engineClient) connect() (*nats.Conn, error) {
-	if _, err := priority.Parse(c.class); err != nil {
-		return nil, err
+	if c.class != "" {
+		if _, err := priority.Parse(c.class); err != nil {
+			return nil, fmt.Errorf("bad --class: %w", err)
+		}
 	}
 	opts := []nats.Option{nats.Name("edict-cli")}
 	if c.creds != "" {
 		opts = append(opts, nats.UserCredentials(c.creds))
 	}
-	return nats.Connect(c.url, opts...)
+	nc, err := nats.Connect(c.url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w (is edict serve running? set --nats-url or EDICT_NATS_URL)", c.url, err)
+	}
+	return nc, nil
+}
+
+// helpRequested reports whether args ask for help: "help" as the first
+// argument, or -h, -help or --help before a "--".
+func helpRequested(args []string) bool {
+	if len(args) > 0 && args[0] == "help" {
+		return true
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// checkGraph reports a --graph value that is not a graph name.
+func checkGraph(stderr io.Writer, name, graph string) bool {
+	if protocol.ValidName(graph) {
+		return true
+	}
+	fmt.Fprintf(stderr, "%s: bad --graph %q: want 1 to 128 of A-Z a-z 0-9 _ -\n", name, graph)
+	return false
 }
 
 // engineError is an error reply of the engine.
@@ -59,7 +95,12 @@ type engineError struct {
 	text string
 }
 
-func (e *engineError) Error() string { return e.code + " " + e.text }
+func (e *engineError) Error() string {
+	if e.text == "" {
+		return "engine error " + e.code
+	}
+	return "engine error " + e.code + ": " + e.text
+}
 
 // call sends body (marshalled as JSON) to subject and returns the reply
 // body, or an *engineError.
@@ -119,7 +160,7 @@ flags:
 func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("edict graph", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cl := addEngineClientFlags(fs)
+	cl := addEngineClientFlags(fs, true)
 	graph := fs.String("graph", envOr("EDICT_GRAPH", protocol.DefaultGraph), "graph name (env EDICT_GRAPH)")
 	var labels, types stringList
 	fs.Var(&labels, "label", "put: a label of the node; repeatable")
@@ -128,8 +169,8 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Var(&types, "type", "neighbors: the edge type to follow; traverse: an edge type to follow, repeatable (default all)")
 	depth := fs.Int("depth", 1, "traverse: hops from ID")
 	limit := fs.Int("limit", 0, "neighbors, traverse: most results (0: the engine's default)")
-	fs.Usage = func() { fmt.Fprint(stderr, graphUsage); fs.PrintDefaults() }
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+	fs.Usage = func() { fmt.Fprint(fs.Output(), graphUsage); fs.PrintDefaults() }
+	if len(args) == 0 || helpRequested(args) {
 		fs.SetOutput(stdout)
 		fmt.Fprint(stdout, graphUsage)
 		fs.PrintDefaults()
@@ -147,7 +188,10 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "edict graph %s: want exactly one node ID\n", sub)
+		fmt.Fprintf(stderr, "edict graph %s: want exactly one node ID (edict graph --help)\n", sub)
+		return 2
+	}
+	if !checkGraph(stderr, "edict graph "+sub, *graph) {
 		return 2
 	}
 	id := pos[0]

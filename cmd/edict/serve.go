@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -93,7 +95,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", os.Getenv("EDICT_OTLP_ENDPOINT"),
 		"HOST:PORT of the OTLP/gRPC trace collector for --trace otlp; empty uses OTEL_EXPORTER_OTLP_ENDPOINT (env EDICT_OTLP_ENDPOINT)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: edict serve [flags]
+		fmt.Fprint(fs.Output(), `usage: edict serve [flags]
 
 Runs the edict engine: an embedded NATS server with JetStream (two accounts:
 ENGINE for the engine, APP for applications, which connect without
@@ -105,11 +107,15 @@ Each flag has an EDICT_ environment twin; a flag wins over its twin.
 Admission sizes come from EDICT_MAX_INFLIGHT, EDICT_MAX_INFLIGHT_PER_GRAPH,
 EDICT_READ_RESERVED and EDICT_DISPATCH_DEADLINE; EDICT_QOS=1 enables QoS
 (EDICT_QOS_CAPACITY, EDICT_QOS_PRINCIPAL_QUOTA); EDICT_TENANT_CATALOG=1
-attaches the tenant catalog.
+attaches the tenant catalog. Unless GOGC is set the daemon runs its garbage
+collector at GOGC=400 (its live heap is small; see engine/service/BENCHMARKS.md).
 
 flags:
 `)
 		fs.PrintDefaults()
+	}
+	if helpRequested(args) {
+		fs.SetOutput(stdout)
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -139,6 +145,14 @@ flags:
 	cfg.TraceOutput = stdout
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg.Logger = log
+	// The process is the daemon's: tune its collector (daemon.GCPercent)
+	// unless the operator chose GOGC.
+	gogc := os.Getenv("GOGC")
+	if gogc == "" {
+		debug.SetGCPercent(daemon.GCPercent)
+		gogc = strconv.Itoa(daemon.GCPercent)
+	}
+	log.Info("edict serve: starting", "data", cfg.DataDir, "gomaxprocs", runtime.GOMAXPROCS(0), "gogc", gogc)
 	if err := daemon.Run(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "edict serve: %v\n", err)
 		return 1

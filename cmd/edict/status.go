@@ -22,10 +22,10 @@ import (
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("edict status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cl := addEngineClientFlags(fs)
+	cl := addEngineClientFlags(fs, false)
 	asJSON := fs.Bool("json", false, "print the raw $SRV.STATS reply")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: edict status [flags]
+		fmt.Fprint(fs.Output(), `usage: edict status [flags]
 
 Prints the edict-engine service stats of a running daemon ($SRV.STATS over
 NATS): requests and errors per op, requests in flight per class, requests
@@ -35,10 +35,17 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
+	if helpRequested(args) {
+		fs.SetOutput(stdout)
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "edict status: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
 	nc, err := cl.connect()

@@ -40,7 +40,9 @@ func ParseRequestInfo(raw string) (string, error) {
 		return protocol.Anonymous, fmt.Errorf("%w: request info too large", ErrUnauthenticated)
 	}
 	var ri requestInfo
-	if err := json.Unmarshal([]byte(raw), &ri); err != nil {
+	if acc, user, ok := principalFast(raw); ok {
+		ri = requestInfo{Account: acc, User: user}
+	} else if err := json.Unmarshal([]byte(raw), &ri); err != nil {
 		return protocol.Anonymous, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
 	if ri.Account == "" {

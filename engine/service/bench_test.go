@@ -13,3 +13,7 @@ func BenchmarkNodeRead(b *testing.B) { enginebench.NodeRead(b) }
 // BenchmarkReadsUnderWriteFlood reports reads-shed and p99-x-vs-idle for
 // interactive reads while writers flood the gate.
 func BenchmarkReadsUnderWriteFlood(b *testing.B) { enginebench.ReadsUnderWriteFlood(b) }
+
+// BenchmarkReadsUnderRetryStorm is BenchmarkReadsUnderWriteFlood under a
+// fixed 1 ms retry storm of 16 writers (see BENCHMARKS.md).
+func BenchmarkReadsUnderRetryStorm(b *testing.B) { enginebench.ReadsUnderRetryStorm(b) }

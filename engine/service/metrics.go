@@ -38,8 +38,12 @@ type instruments struct {
 	graphOps      metric.Int64Counter
 	registrations []metric.Registration
 
-	mu     sync.Mutex
-	graphs map[string]bool
+	// Attribute sets built once, so recording allocates nothing.
+	classSets   [len(priority.All)]metric.MeasurementOption
+	reasonSets  [len(priority.All)][len(reasons)]metric.MeasurementOption
+	overflowSet metric.MeasurementOption
+	mu          sync.Mutex
+	graphs      map[string]metric.MeasurementOption
 }
 
 func newInstruments(mp metric.MeterProvider, gate *admission.Gate) (*instruments, error) {
@@ -47,7 +51,13 @@ func newInstruments(mp metric.MeterProvider, gate *admission.Gate) (*instruments
 		mp = noop.NewMeterProvider()
 	}
 	m := mp.Meter("github.com/edictrt/edict/engine/service")
-	in := &instruments{graphs: map[string]bool{}}
+	in := &instruments{graphs: map[string]metric.MeasurementOption{}, overflowSet: metric1("graph", overflowGraph)}
+	for _, c := range priority.All {
+		in.classSets[c.Order()] = metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c.String())))
+		for i, r := range reasons {
+			in.reasonSets[c.Order()][i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c.String()), attribute.String("reason", string(r))))
+		}
+	}
 	var errs []error
 	c := func(name, desc string) metric.Int64Counter {
 		x, err := m.Int64Counter(name, metric.WithDescription(desc))
@@ -101,29 +111,32 @@ func (in *instruments) close() {
 	}
 }
 
-func classSet(c priority.Class) metric.MeasurementOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c.String())))
+// classSet returns the {class} attribute set of c.
+func (in *instruments) classSet(c priority.Class) metric.MeasurementOption {
+	return in.classSets[c.Order()]
 }
 
-func classReason(c priority.Class, r admission.Reason) metric.MeasurementOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c.String()), attribute.String("reason", string(r))))
+// classReason returns the {class, reason} attribute set.
+func (in *instruments) classReason(c priority.Class, r admission.Reason) metric.MeasurementOption {
+	return in.reasonSets[c.Order()][reasonIndex(r)]
 }
 
 func opSet(op string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("op", op)))
 }
 
-// graphLabel returns graph, or __overflow__ once maxGraphLabels distinct
-// graphs have been labelled.
-func (in *instruments) graphLabel(graph string) string {
+// graphSet returns the {graph} attribute set of graph, or the one of
+// __overflow__ once maxGraphLabels distinct graphs have been labelled.
+func (in *instruments) graphSet(graph string) metric.MeasurementOption {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.graphs[graph] {
-		return graph
+	if o, ok := in.graphs[graph]; ok {
+		return o
 	}
 	if len(in.graphs) >= maxGraphLabels {
-		return overflowGraph
+		return in.overflowSet
 	}
-	in.graphs[graph] = true
-	return graph
+	o := metric1("graph", graph)
+	in.graphs[graph] = o
+	return o
 }

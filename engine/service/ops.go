@@ -59,6 +59,9 @@ func (s *Service) buildEndpoints() []*endpoint {
 			write: admission.RequiresWrite(op), decode: s.adminDecoder(op),
 		})
 	}
+	for _, ep := range eps {
+		ep.opSet = opSet(ep.op)
+	}
 	return eps
 }
 

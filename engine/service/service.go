@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -69,6 +70,7 @@ type endpoint struct {
 	family  family
 	write   bool
 	decode  func(graph string, body []byte) (job, error)
+	opSet   metric.MeasurementOption // {op}, built once
 	stats   endpointStats
 }
 
@@ -186,6 +188,12 @@ func Start(ctx context.Context, nc *nats.Conn, cfg Config) (*Service, error) {
 // Sizes returns the effective admission sizes.
 func (s *Service) Sizes() admission.Config { return s.gate.Sizes() }
 
+// InFlight returns the number of admitted requests that hold permits.
+func (s *Service) InFlight() int {
+	sz := s.gate.Sizes()
+	return sz.MaxInFlight - s.gate.GlobalAvailable() + sz.ReadReserved - s.gate.ReadAvailable()
+}
+
 // Info returns the micro service info (name, id, endpoints).
 func (s *Service) Info() micro.Info { return s.svc.Info() }
 
@@ -247,7 +255,7 @@ func (s *Service) dispatch(ep *endpoint, req micro.Request) {
 	h := map[string][]string(req.Headers())
 	ctx := s.prop.Extract(s.base, priority.Carrier(h))
 	ctx, span := s.tracer.Start(ctx, "edict-engine "+ep.op, trace.WithSpanKind(trace.SpanKindServer))
-	s.metrics.requests.Add(ctx, 1, opSet(ep.op))
+	s.metrics.requests.Add(ctx, 1, ep.opSet)
 
 	var graph string
 	key := adminKey
@@ -264,7 +272,7 @@ func (s *Service) dispatch(ep *endpoint, req micro.Request) {
 		span.SetAttributes(priority.Attribute(c), attrAdmission.String(outcome))
 		span.SetStatus(codes.Error, e.Text)
 		span.End()
-		s.metrics.requestTime.Record(ctx, time.Since(start).Seconds(), opSet(ep.op))
+		s.metrics.requestTime.Record(ctx, time.Since(start).Seconds(), ep.opSet)
 		_ = req.Error(fmt.Sprint(e.Code), e.Text, nil)
 	}
 	// Engine spec §2 order: body, graph name, class.
@@ -301,23 +309,23 @@ func (s *Service) dispatch(ep *endpoint, req micro.Request) {
 		qp, reason = s.qos.TryAdmit(class, caller.Principal, s.now())
 		if qp == nil {
 			s.mu.Unlock()
-			s.metrics.qosShed.Add(ctx, 1, classReason(class, reason))
-			s.metrics.busy.Add(ctx, 1, classReason(class, reason))
+			s.metrics.qosShed.Add(ctx, 1, s.metrics.classReason(class, reason))
+			s.metrics.busy.Add(ctx, 1, s.metrics.classReason(class, reason))
 			ep.stats.shed(class, reason)
 			reject(&protocol.Error{Code: protocol.CodeBusy, Text: reason.Text()}, class, string(reason))
 			return
 		}
-		s.metrics.qosAdmitted.Add(ctx, 1, classSet(class))
-		s.metrics.qosInFlight.Add(ctx, 1, classSet(class))
+		s.metrics.qosAdmitted.Add(ctx, 1, s.metrics.classSet(class))
+		s.metrics.qosInFlight.Add(ctx, 1, s.metrics.classSet(class))
 	}
 	grant, ok := s.gate.Admit(key, ep.write)
 	if !ok {
 		s.mu.Unlock()
 		if qp != nil {
 			qp.Release()
-			s.metrics.qosInFlight.Add(ctx, -1, classSet(class))
+			s.metrics.qosInFlight.Add(ctx, -1, s.metrics.classSet(class))
 		}
-		s.metrics.busy.Add(ctx, 1, classReason(class, admission.ReasonCapacity))
+		s.metrics.busy.Add(ctx, 1, s.metrics.classReason(class, admission.ReasonCapacity))
 		ep.stats.shed(class, admission.ReasonCapacity)
 		reject(&protocol.Error{Code: protocol.CodeBusy, Text: protocol.BusyCapacity}, class, string(admission.Busy))
 		return
@@ -331,10 +339,10 @@ func (s *Service) dispatch(ep *endpoint, req micro.Request) {
 		ep.stats.readLane.Add(1)
 	}
 	if graph != "" {
-		s.metrics.graphOps.Add(ctx, 1, metric1("graph", s.metrics.graphLabel(graph)))
+		s.metrics.graphOps.Add(ctx, 1, s.metrics.graphSet(graph))
 	}
 	span.SetAttributes(priority.Attribute(class), attrAdmission.String(string(outcome)))
-	s.metrics.inFlight.Add(ctx, 1, classSet(class))
+	s.metrics.inFlight.Add(ctx, 1, s.metrics.classSet(class))
 	ep.stats.inFlight[class.Order()].Add(1)
 
 	a := &admitted{
@@ -404,7 +412,7 @@ func (a *admitted) finish(v any, err error, releaseFirst bool) {
 	ctx := context.WithoutCancel(a.runCtx)
 	// The span and the latency end before the reply is published, so a
 	// caller that has its answer also finds them recorded.
-	s.metrics.requestTime.Record(ctx, time.Since(a.start).Seconds(), opSet(a.ep.op))
+	s.metrics.requestTime.Record(ctx, time.Since(a.start).Seconds(), a.ep.opSet)
 	var e *protocol.Error
 	if err != nil {
 		e = protocol.As(err)
@@ -431,10 +439,10 @@ func (a *admitted) release(ctx context.Context) {
 	a.grant.Release()
 	if a.qos != nil {
 		a.qos.Release()
-		s.metrics.qosInFlight.Add(ctx, -1, classSet(a.class))
-		s.metrics.qosDispatch.Record(ctx, time.Since(a.start).Seconds(), classSet(a.class))
+		s.metrics.qosInFlight.Add(ctx, -1, s.metrics.classSet(a.class))
+		s.metrics.qosDispatch.Record(ctx, time.Since(a.start).Seconds(), s.metrics.classSet(a.class))
 	}
-	s.metrics.inFlight.Add(ctx, -1, classSet(a.class))
+	s.metrics.inFlight.Add(ctx, -1, s.metrics.classSet(a.class))
 	a.ep.stats.inFlight[a.class.Order()].Add(-1)
 }
 

@@ -43,6 +43,13 @@ const (
 	DefaultDrain = 30 * time.Second
 )
 
+// GCPercent is the garbage collector target edict serve runs at unless GOGC
+// is set. The daemon's live heap is a few MB (bbolt's pages are mmapped, not
+// heap), so at Go's default of 100 the collector runs every few
+// milliseconds under load and its cycles were most of the idle read latency
+// tail (engine/service/BENCHMARKS.md); 400 costs a few tens of MB.
+const GCPercent = 400
+
 // Trace exporters.
 const (
 	TraceOff    = "off"
@@ -120,12 +127,29 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Drain <= 0 {
 		cfg.Drain = DefaultDrain
 	}
-	var closers []func() error // run in reverse order
+	// closers run in reverse order; once stopping, each logs what it did,
+	// so a person watching the log sees the stop step by step.
+	var closers []closer
+	stopping := false
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
-			err = errors.Join(err, closers[i]())
+			c := closers[i]
+			if cerr := c.fn(); cerr != nil {
+				log.Warn("edict serve: "+c.what, "error", cerr)
+				err = errors.Join(err, cerr)
+			} else if stopping {
+				log.Info("edict serve: " + c.what)
+			}
+		}
+		if stopping {
+			if err != nil {
+				log.Error("edict serve: stopped with errors", "error", err)
+			} else {
+				log.Info("edict serve: stopped cleanly")
+			}
 		}
 	}()
+	add := func(what string, fn func() error) { closers = append(closers, closer{what, fn}) }
 
 	// Metrics: the OTel Prometheus exporter on its own registry.
 	reg := prometheus.NewRegistry()
@@ -134,13 +158,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("daemon: prometheus exporter: %w", err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	closers = append(closers, func() error { return mp.Shutdown(context.Background()) })
+	add("metrics stopped", func() error { return mp.Shutdown(context.Background()) })
 
 	tp, shutdownTraces, err := tracerProvider(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	closers = append(closers, shutdownTraces)
+	add("traces flushed", shutdownTraces)
 
 	// Store.
 	st, err := store.Open(filepath.Join(cfg.DataDir, "engine"), store.Config{
@@ -149,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	closers = append(closers, st.Close)
+	add(fmt.Sprintf("store writers flushed, shard files closed (K=%d)", st.Shards()), st.Close)
 
 	// NATS.
 	var natsURL string
@@ -172,12 +196,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return fmt.Errorf("daemon: nats server: %w", err)
 		}
 		ns.Start()
-		closers = append(closers, func() error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
+		add("embedded nats server stopped", func() error { ns.Shutdown(); ns.WaitForShutdown(); return nil })
 		if !ns.ReadyForConnections(30 * time.Second) {
 			return errors.New("daemon: embedded nats server not ready within 30s")
 		}
 		natsURL = ns.ClientURL()
-		connOpts = append(connOpts, nats.UserInfo(creds.User, creds.Password))
+		// The engine talks to its own server in-process: no TCP syscalls
+		// on the engine's side of each request (BENCHMARKS.md of
+		// engine/service). Applications use natsURL.
+		connOpts = append(connOpts, nats.UserInfo(creds.User, creds.Password), nats.InProcessServer(ns))
 		trust = true
 	} else {
 		natsURL = cfg.NATSURL
@@ -193,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("daemon: connect %s: %w", natsURL, err)
 	}
-	closers = append(closers, func() error {
+	add("nats connection flushed and closed", func() error {
 		_ = nc.FlushTimeout(5 * time.Second) // replies of drained requests
 		nc.Close()
 		return nil
@@ -208,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("daemon: work items: %w", err)
 	}
-	closers = append(closers, ws.Close)
+	add("work items closed", ws.Close)
 
 	svc, err := service.Start(ctx, nc, service.Config{
 		Store:            st,
@@ -226,7 +253,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	drained := false
-	closers = append(closers, func() error {
+	add("engine service stopped", func() error {
 		if drained {
 			return nil
 		}
@@ -257,7 +284,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		served := make(chan error, 1)
 		go func() { served <- hs.Serve(ln) }()
-		closers = append(closers, func() error {
+		add("http server stopped", func() error {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			err := hs.Shutdown(sctx)
@@ -281,15 +308,25 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 
 	<-ctx.Done()
-	log.Info("edict serve: draining", "timeout", cfg.Drain)
+	stopping = true
+	t0 := time.Now()
+	log.Info("edict serve: stopping: no new requests, draining in-flight ones (a second signal exits at once)",
+		"in_flight", svc.InFlight(), "timeout", cfg.Drain)
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.Drain)
 	defer cancel()
 	drained = true
 	if err := svc.Shutdown(dctx); err != nil {
-		log.Warn("edict serve: drain incomplete", "error", err)
+		log.Warn("edict serve: drain incomplete, abandoned requests were cancelled", "error", err, "after", time.Since(t0).Round(time.Millisecond))
+	} else {
+		log.Info("edict serve: in-flight requests drained", "after", time.Since(t0).Round(time.Millisecond))
 	}
-	log.Info("edict serve: stopped")
 	return nil
+}
+
+// closer is one shutdown step and the log line it prints once done.
+type closer struct {
+	what string
+	fn   func() error
 }
 
 func splitHostPort(addr, def string) (string, int, error) {

@@ -9,7 +9,14 @@
 // The embedded NATS server has the two accounts of DESIGN.md (package
 // embedded): the engine runs in ENGINE with a password generated at each
 // start, so no application can log into it and Nats-Request-Info is
-// trusted; applications connect without credentials as APP. With
+// trusted; applications connect without credentials as APP. The engine's
+// own connection to the embedded server is in-process (no socket). With
 // Config.NATSURL no server is embedded and the header is trusted only when
 // Config.TrustRequestInfo says so.
+//
+// Shutdown, once the context is cancelled, is logged step by step: the
+// drain of in-flight requests (bounded by Config.Drain), then each part
+// closed in reverse order of start (HTTP, engine service, work items, NATS
+// connection, embedded server, store writers and shard files, traces,
+// metrics), then "stopped cleanly" or the errors.
 package daemon
