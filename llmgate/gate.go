@@ -149,10 +149,11 @@ func (g *Gate) Stats() Stats {
 		Waiting:   g.waiting,
 		Cancelled: g.cancelled,
 	}
-	g.mu.Unlock()
+	// admitted is written under mu (take); woken is atomic.
 	for i := range g.woken {
 		s.Admitted[i] = g.admitted[i] + g.woken[i].Load()
 	}
+	g.mu.Unlock()
 	return s
 }
 

@@ -459,3 +459,31 @@ func TestNewDefaults(t *testing.T) {
 		t.Fatalf("capacity %d model %q", g.Capacity(), g.model)
 	}
 }
+
+// TestStatsConcurrentWithAdmission: Stats may be called (a metrics scrape)
+// while calls are admitted; -race checks the counters are read safely.
+func TestStatsConcurrentWithAdmission(t *testing.T) {
+	g, err := New(Config{Capacity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := priority.With(t.Context(), priority.Interactive)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			if err := g.Acquire(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			g.Release()
+		}
+	}()
+	for range 1000 {
+		_ = g.Stats()
+	}
+	<-done
+	if got := g.Stats().Admitted.Of(priority.Interactive); got != 1000 {
+		t.Fatalf("admitted %d interactive calls, want 1000", got)
+	}
+}
