@@ -14,6 +14,13 @@
 // ClaimNext returns (nil, nil) when there is nothing to claim. *Client also
 // satisfies scheduler.Claimer, so a scheduler.Pool can drive it.
 //
+// # Idempotent submit
+//
+// Submitting an Item.ID again answers Receipt.Duplicate and queues nothing
+// while the item is queued, leased or dead, and for the engine's dedup
+// window (engine/work Config.DedupWindow, default 1 h) after it was
+// acknowledged; after the window the ID is new again.
+//
 // # Claim pacing
 //
 // Every claim goes through one Pacer (orchestration spec §8). The class is

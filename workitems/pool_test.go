@@ -91,7 +91,6 @@ func TestPoolEndToEnd(t *testing.T) {
 	}
 	pool, err := scheduler.NewPool(scheduler.PoolConfig{
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Rand:      func() float64 { return 0 }, // shortest denied-item delay (5 s) and idle backoff
 		Workers:   workers,
 		Claimer:   c,
 		Policy:    scheduler.NewPolicy(scheduler.PolicyConfig{Workers: workers, Reserved: 1, PerLaneMin: 1, Shards: 1}, nil),
@@ -107,7 +106,7 @@ func TestPoolEndToEnd(t *testing.T) {
 	go func() { ran <- pool.Run(runCtx) }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second): // named deadline: ten items, a few 5 s denial delays and 15 s idle backoffs
+	case <-time.After(60 * time.Second): // named deadline: ten items, a denied item's 5–15 s delay and an idle worker's backoff (≤ 18.75 s)
 		st, serr := c.Stats(context.Background())
 		mu.Lock()
 		t.Fatalf("pool did not finish; ran %v; pool %+v; engine %+v %v", runs, pool.Stats(), st, serr)

@@ -3,12 +3,13 @@ package work
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/edictrt/edict/engine/protocol"
 	"github.com/edictrt/edict/priority"
@@ -131,42 +132,36 @@ func (s *Service) claim(ctx context.Context, req protocol.Request) (any, error) 
 	}
 }
 
-// candidates returns the queues the filter allows, grouped by class in
-// claim order, with queues known to be empty left out.
-func (s *Service) candidates(ctx context.Context, f claimFilter) ([][]pair, map[pair]bool, error) {
+// candidates returns the queues the filter allows that may hold an
+// available item, grouped by class in claim order and, within a class,
+// oldest first message first. Queues in skip, and queues whose stored items
+// are all known to be leased or delayed by this engine, are left out. The
+// counts are this engine's (see queueState); claimOnce re-reads them before
+// answering empty.
+func (s *Service) candidates(ctx context.Context, f claimFilter, skip map[pair]bool) ([][]pair, error) {
+	now := s.cfg.Now()
 	s.mu.Lock()
 	var all []pair
 	for p := range s.consumers {
-		if f.allows(p) {
+		if f.allows(p) && !skip[p] {
 			all = append(all, p)
+		}
+	}
+	var leased map[pair]int
+	if len(all) > 0 && len(s.leases) > 0 {
+		leased = make(map[pair]int)
+		for _, l := range s.leases {
+			if l.until.After(now) {
+				leased[pair{l.class, l.typ}]++
+			}
 		}
 	}
 	s.mu.Unlock()
 	if len(all) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
-	// One request for every queue's stored count instead of one empty
-	// fetch per queue. A queue whose stored items are not all leased is
-	// expected to have one available (a consumer learns of a new message
-	// asynchronously, so a no-wait fetch right after a publish can miss it).
-	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+">"))
-	if err != nil {
-		return nil, nil, err
-	}
-	leased := make(map[pair]int)
-	now := s.cfg.Now()
-	s.mu.Lock()
-	for _, l := range s.leases {
-		if l.until.After(now) {
-			leased[pair{l.class, l.typ}]++
-		}
-	}
-	s.mu.Unlock()
-	all = slices.DeleteFunc(all, func(p pair) bool { return info.State.Subjects[p.subject()] == 0 })
-	expect := make(map[pair]bool, len(all))
-	for _, p := range all {
-		expect[p] = int(info.State.Subjects[p.subject()]) > leased[p]
-	}
+	avail := s.available(all, leased)
+	all = slices.DeleteFunc(all, func(p pair) bool { return avail[p] <= 0 })
 	byClass := make([][]pair, len(priority.All))
 	for _, p := range all {
 		byClass[p.class.Order()] = append(byClass[p.class.Order()], p)
@@ -178,15 +173,11 @@ func (s *Service) candidates(ctx context.Context, f claimFilter) ([][]pair, map[
 		// Within a class: the type whose oldest stored message is oldest.
 		first := make(map[pair]uint64, len(ps))
 		for _, p := range ps {
-			m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(p.subject()))
-			switch {
-			case err == nil:
-				first[p] = m.Sequence
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-				first[p] = ^uint64(0)
-			default:
-				return nil, nil, err
+			h, err := s.head(ctx, p)
+			if err != nil {
+				return nil, err
 			}
+			first[p] = h
 		}
 		slices.SortFunc(ps, func(a, b pair) int {
 			if c := compareU64(first[a], first[b]); c != 0 {
@@ -196,7 +187,7 @@ func (s *Service) candidates(ctx context.Context, f claimFilter) ([][]pair, map[
 		})
 		byClass[i] = ps
 	}
-	return byClass, expect, nil
+	return byClass, nil
 }
 
 func compareU64(a, b uint64) int {
@@ -218,25 +209,25 @@ const (
 )
 
 func (s *Service) claimOnce(ctx context.Context, f claimFilter) (claimReply, error) {
-	byClass, expect, err := s.candidates(ctx, f)
-	if err != nil {
-		return claimReply{}, err
-	}
 	quota := false
-	for _, ps := range byClass {
-		for _, p := range ps {
-			s.mu.Lock()
-			cons := s.consumers[p]
-			s.mu.Unlock()
-			for i := range maxTakesPerQueue {
-				msg, err := fetchOne(cons, i == 0 && expect[p])
-				if err != nil {
-					return claimReply{}, err
-				}
-				if msg == nil {
-					break
-				}
-				rep, res, err := s.take(ctx, f, msg)
+	tried := make(map[pair]bool)
+	for pass := range 2 {
+		if pass == 1 {
+			// Nothing found from this engine's counts: re-read them, so an
+			// item another engine queued is not missed, and look at the
+			// queues not tried yet.
+			if err := s.refreshCounts(ctx); err != nil {
+				return claimReply{}, err
+			}
+		}
+		byClass, err := s.candidates(ctx, f, tried)
+		if err != nil {
+			return claimReply{}, err
+		}
+		for _, ps := range byClass {
+			for _, p := range ps {
+				tried[p] = true
+				rep, res, err := s.claimFrom(ctx, f, p)
 				if err != nil {
 					return claimReply{}, err
 				}
@@ -255,54 +246,152 @@ func (s *Service) claimOnce(ctx context.Context, f claimFilter) (claimReply, err
 	return claimReply{Claimed: false, Reason: "empty"}, nil
 }
 
-// expectWait is how long a fetch waits on a queue whose stored count says
-// an item should be available but whose consumer has not caught up yet.
+// claimFrom takes deliveries from p's consumer until one is granted, the
+// queue has none available, or maxTakesPerQueue were inspected.
+func (s *Service) claimFrom(ctx context.Context, f claimFilter, p pair) (claimReply, takeResult, error) {
+	res := takeSkipped
+	for i := range maxTakesPerQueue {
+		msg, err := s.fetchOne(ctx, p, i == 0 && s.expecting(p))
+		if err != nil || msg == nil {
+			return claimReply{}, res, err
+		}
+		rep, r, err := s.take(ctx, f, p, msg)
+		if err != nil || r == takeGranted {
+			return rep, r, err
+		}
+		if r == takeQuota {
+			res = takeQuota
+		}
+	}
+	return claimReply{}, res, nil
+}
+
+// expectWait is how long a fetch waits on a queue this engine has just
+// published to when the no-wait fetch found nothing: the consumer may not
+// have caught up yet.
 const expectWait = 20 * time.Millisecond
 
-// fetchOne returns the consumer's next available delivery, nil when none.
-// With expect it waits up to expectWait when the no-wait fetch finds none.
-func fetchOne(c jetstream.Consumer, expect bool) (jetstream.Msg, error) {
-	batch, err := c.FetchNoWait(1)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := drain(batch)
+// fetchTimeout bounds one pull request beyond its own expiry.
+const fetchTimeout = 5 * time.Second
+
+var (
+	pullNoWait = []byte(`{"batch":1,"no_wait":true}`)
+	pullExpect = []byte(fmt.Sprintf(`{"batch":1,"expires":%d}`, expectWait.Nanoseconds()))
+)
+
+// fetchOne returns p's consumer's next available delivery, nil when none.
+// It is one pull request (CONSUMER.MSG.NEXT, batch 1) on the connection's
+// shared reply subscription. With expect it waits up to expectWait when
+// the no-wait pull finds none.
+func (s *Service) fetchOne(ctx context.Context, p pair, expect bool) (*nats.Msg, error) {
+	msg, err := s.pull(ctx, p, pullNoWait, fetchTimeout)
 	if msg != nil || err != nil || !expect {
 		return msg, err
 	}
-	if batch, err = c.Fetch(1, jetstream.FetchMaxWait(expectWait)); err != nil {
-		return nil, err
-	}
-	return drain(batch)
+	return s.pull(ctx, p, pullExpect, expectWait+fetchTimeout)
 }
 
-func drain(batch jetstream.MessageBatch) (jetstream.Msg, error) {
-	var msg jetstream.Msg
-	for m := range batch.Messages() {
-		msg = m
+// puller is one consumer's pull channel: a long-lived reply subscription
+// (JetStream delivers a pulled message under its own subject, so the
+// connection's shared request mux cannot match it) and the lock that keeps
+// one pull of that consumer outstanding at a time.
+type puller struct {
+	mu    sync.Mutex
+	sub   *nats.Subscription
+	inbox string
+}
+
+func (s *Service) pull(ctx context.Context, p pair, body []byte, timeout time.Duration) (*nats.Msg, error) {
+	s.mu.Lock()
+	pl := s.pullers[p]
+	if pl == nil {
+		pl = &puller{}
+		s.pullers[p] = pl
 	}
-	if err := batch.Error(); err != nil && msg == nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
-		return nil, err
+	s.mu.Unlock()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.sub == nil {
+		pl.inbox = s.nc.NewInbox()
+		sub, err := s.nc.SubscribeSync(pl.inbox)
+		if err != nil {
+			return nil, fmt.Errorf("work: fetch %s: %w", p.consumerName(), err)
+		}
+		pl.sub = sub
 	}
-	return msg, nil
+	// A delivery left over from a pull whose answer was a stray status is
+	// taken first; stray statuses are dropped.
+	for {
+		m, err := pl.sub.NextMsg(0)
+		if err != nil {
+			break
+		}
+		if !isStatus(m) {
+			return m, nil
+		}
+	}
+	if err := s.nc.PublishRequest(s.pullPrefix+p.consumerName(), pl.inbox, body); err != nil {
+		return nil, fmt.Errorf("work: fetch %s: %w", p.consumerName(), err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m, err := pl.sub.NextMsgWithContext(ctx)
+	if err != nil {
+		// The answer may still come: drop the subscription so a late
+		// delivery finds no interest and JetStream redelivers it after
+		// AckWait, as for an abandoned fetch.
+		_ = pl.sub.Unsubscribe()
+		pl.sub = nil
+		return nil, fmt.Errorf("work: fetch %s: %w", p.consumerName(), err)
+	}
+	if isStatus(m) {
+		// 404 no messages, 408 request expired, 409 and such: nothing now.
+		return nil, nil
+	}
+	return m, nil
+}
+
+// isStatus reports a JetStream pull status message (no payload, a Status header).
+func isStatus(m *nats.Msg) bool {
+	return len(m.Data) == 0 && m.Header.Get("Status") != ""
+}
+
+// closePullers drops every pull subscription.
+func (s *Service) closePullers() {
+	s.mu.Lock()
+	pls := make([]*puller, 0, len(s.pullers))
+	for _, pl := range s.pullers {
+		pls = append(pls, pl)
+	}
+	s.mu.Unlock()
+	for _, pl := range pls {
+		pl.mu.Lock()
+		if pl.sub != nil {
+			_ = pl.sub.Unsubscribe()
+			pl.sub = nil
+		}
+		pl.mu.Unlock()
+	}
 }
 
 // take turns one delivery into a grant, or disposes of it.
-func (s *Service) take(ctx context.Context, f claimFilter, msg jetstream.Msg) (claimReply, takeResult, error) {
+func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg) (claimReply, takeResult, error) {
 	md, err := msg.Metadata()
 	if err != nil {
-		return claimReply{}, takeSkipped, err
+		return claimReply{}, takeSkipped, fmt.Errorf("work: delivery metadata: %w", err)
 	}
-	it, ok := itemFromMsg(msg.Headers(), msg.Data())
+	it, ok := itemFromMsg(msg.Header, msg.Data)
 	if !ok {
 		s.cfg.Logger.Warn("work: dropping malformed message", "seq", md.Sequence.Stream)
-		return claimReply{}, takeSkipped, s.settleReply(ctx, msg.Reply(), "+TERM malformed")
+		s.removed(p, md.Sequence.Stream)
+		return claimReply{}, takeSkipped, s.settleReply(ctx, msg.Reply, "+TERM malformed")
 	}
-	seq, delivered, reply := md.Sequence.Stream, md.NumDelivered, msg.Reply()
+	seq, delivered, reply := md.Sequence.Stream, md.NumDelivered, msg.Reply
 	unlock := s.lock(it.ID)
 	defer unlock()
-	for range 3 {
-		rec, rev, found, err := s.loadRecord(ctx, it.ID)
+	fresh := false
+	for range 4 {
+		rec, rev, found, err := s.getRecord(ctx, it.ID, fresh)
 		if err != nil {
 			return claimReply{}, takeSkipped, err
 		}
@@ -313,25 +402,34 @@ func (s *Service) take(ctx context.Context, f claimFilter, msg jetstream.Msg) (c
 				return claimReply{}, takeSkipped, err
 			}
 			if exists {
+				fresh = true
 				continue
 			}
 		}
 		if rec.Seq == 0 {
 			rec.Seq = seq // the submit that published it has not recorded it yet
 		}
-		if rec.Seq != seq {
-			return claimReply{}, takeSkipped, s.settleReply(ctx, reply, "+TERM superseded")
-		}
-		switch rec.State {
-		case stateAcked:
-			return claimReply{}, takeSkipped, s.settleReply(ctx, reply, "+ACK")
-		case stateDead:
-			return claimReply{}, takeSkipped, s.settleReply(ctx, reply, "+TERM dead")
+		if rec.Seq != seq || rec.State == stateAcked || rec.State == stateDead {
+			if !fresh {
+				// Settle a copy only on the record as stored, not as cached.
+				fresh = true
+				continue
+			}
+			s.removed(p, seq)
+			switch {
+			case rec.Seq != seq:
+				return claimReply{}, takeSkipped, s.settleReply(ctx, reply, "+TERM superseded")
+			case rec.State == stateAcked:
+				return claimReply{}, takeSkipped, s.settleReply(ctx, reply, "+ACK")
+			default:
+				return claimReply{}, takeSkipped, s.settleReply(ctx, reply, "+TERM dead")
+			}
 		}
 		attempt := attemptOf(delivered, rec.Defers)
 		if attempt > rec.MaxAttempts {
 			err := s.deadLetter(ctx, rec, rev, it, rec.MaxAttempts, "lease_exhausted", reply)
 			if errors.Is(err, errRevision) {
+				fresh = true
 				continue
 			}
 			return claimReply{}, takeSkipped, err
@@ -341,16 +439,19 @@ func (s *Service) take(ctx context.Context, f claimFilter, msg jetstream.Msg) (c
 			rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateQueued, delivered, "", time.Time{}
 			if _, err := s.updateRecord(ctx, rec, rev); err != nil {
 				if errors.Is(err, errRevision) {
+					fresh = true
 					continue
 				}
 				return claimReply{}, takeSkipped, err
 			}
+			s.putBack(p, s.cfg.QuotaDelay)
 			return claimReply{}, takeQuota, s.settleReply(ctx, reply, nakBody(s.cfg.QuotaDelay))
 		}
 		now := s.cfg.Now()
 		rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, now.Add(f.lease)
 		if _, err := s.updateRecord(ctx, rec, rev); err != nil {
 			if errors.Is(err, errRevision) {
+				fresh = true
 				continue
 			}
 			return claimReply{}, takeSkipped, err

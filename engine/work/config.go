@@ -31,6 +31,8 @@ const (
 	DefaultRetryMax    = 15 * time.Minute
 	MaxTypes           = 256
 	MaxWait            = 30 * time.Second
+	DefaultDedupWindow = time.Hour
+	MinDedupWindow     = 2 * time.Minute // the work stream's Duplicates window
 	DefaultDeadLimit   = 100
 	MaxDeadLimit       = 1000
 	MaxReplayIDs       = 1000
@@ -63,6 +65,12 @@ type Config struct {
 	// PollInterval is how often a long-polling claim (wait_ms) looks again;
 	// zero means 50 ms.
 	PollInterval time.Duration
+	// DedupWindow is how long the record of an acknowledged item is kept:
+	// a re-submit of its id within the window answers duplicate, after it
+	// the id is new again. Zero means 1 h; it is raised to at least
+	// 2 min (the work stream's Duplicates window) and Lease + 1 min (so a
+	// redelivery after a lost ack still finds the item acknowledged).
+	DedupWindow time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand returns a uniform value in [0, 1) for retry jitter; nil means
@@ -103,6 +111,10 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval <= 0 {
 		c.PollInterval = 50 * time.Millisecond
 	}
+	if c.DedupWindow <= 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	c.DedupWindow = max(c.DedupWindow, MinDedupWindow, c.Lease+time.Minute)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -95,7 +95,7 @@ func (s *Service) deadReplay(ctx context.Context, req protocol.Request) (any, er
 func (s *Service) replayOne(ctx context.Context, id string) (bool, error) {
 	unlock := s.lock(id)
 	defer unlock()
-	rec, rev, found, err := s.loadRecord(ctx, id)
+	rec, rev, found, err := s.getRecord(ctx, id, true)
 	if err != nil || !found || rec.State != stateDead {
 		return false, err
 	}
@@ -127,6 +127,9 @@ func (s *Service) replayOne(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	rec.Seq = ack.Sequence
+	if !ack.Duplicate {
+		s.published(p, ack.Sequence)
+	}
 	if _, err := s.updateRecord(ctx, rec, rev); err != nil && !errors.Is(err, errRevision) {
 		return false, err
 	}

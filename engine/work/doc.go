@@ -24,6 +24,37 @@
 // The bucket also holds the 32-byte HMAC key of the lease tokens, so tokens
 // survive a restart.
 //
+// # Bounded state and the dedup window
+//
+// The record of an acknowledged item is written with a per-message TTL of
+// Config.DedupWindow (default 1 h; at least 2 min, the work stream's
+// Duplicates window, and Lease + 1 min): JetStream removes it then, so the
+// bucket holds the live items, the dead letters' records (kept for
+// dead_replay) and the items acknowledged within the window. A re-submit of
+// an acknowledged id inside the window answers duplicate; after it the id
+// is new again and is queued. Because the window is never shorter than the
+// stream's Duplicates window, a re-submit that finds no record is never
+// swallowed by JetStream's own deduplication.
+//
+// # The claim and ack path
+//
+// A claim costs one pull request (CONSUMER.MSG.NEXT, batch 1, on a
+// long-lived reply subscription per consumer) and one record
+// compare-and-set; an ack costs one compare-and-set and the confirmed +ACK
+// (confirmed so that a stats or claim right after it no longer counts the
+// item as stored). The record is the outcome of an ack: should the +ACK be
+// lost, the redelivery finds the record acked and acknowledges it without
+// handing it out. Records this engine wrote are cached with their revision (bounded);
+// a stale entry fails its compare-and-set and is re-read, and a copy is
+// only ever acknowledged or terminated on the stored record. Which queues a
+// claim fetches from comes from this engine's stored counts per queue (one
+// Stream.Info at Open, kept current by its own publishes and removals) less
+// its live leases and the deliveries it put back with a delay; a claim
+// that would answer empty re-reads the counts with one Stream.Info first,
+// so an item another engine queued is never missed. A pull right after
+// this engine's own publish to the queue waits up to 20 ms when the no-wait
+// pull misses (a consumer learns of a stored message asynchronously).
+//
 // # Attempts, defer, retry, dead letters
 //
 // JetStream counts every delivery, a Nak'd one included, toward NumDelivered.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -74,11 +75,13 @@ func (s *Service) createRecord(ctx context.Context, rec record) (rev uint64, exi
 	}
 	rev, err = s.kv.Create(ctx, itemKey(rec.ID), b)
 	if errors.Is(err, jetstream.ErrKeyExists) {
+		s.cacheDrop(rec.ID)
 		return 0, true, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("work: create record %s: %w", rec.ID, err)
 	}
+	s.cachePut(rec, rev)
 	return rev, false, nil
 }
 
@@ -89,12 +92,39 @@ func (s *Service) updateRecord(ctx context.Context, rec record, rev uint64) (uin
 	if err != nil {
 		return 0, err
 	}
-	nrev, err := s.kv.Update(ctx, itemKey(rec.ID), b, rev)
+	var nrev uint64
+	if rec.State == stateAcked {
+		// A settled item's record is kept for the dedup window only: the
+		// bucket's own per-message TTL removes it.
+		msg := nats.NewMsg(s.kvSubject + itemKey(rec.ID))
+		msg.Data = b
+		var ack *jetstream.PubAck
+		ack, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(s.cfg.DedupWindow))
+		if err == nil {
+			nrev = ack.Sequence
+		} else if isWrongLastSeq(err) {
+			err = jetstream.ErrKeyRevisionMismatch
+		}
+	} else {
+		nrev, err = s.kv.Update(ctx, itemKey(rec.ID), b, rev)
+	}
 	if err != nil {
+		s.cacheDrop(rec.ID)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return 0, errRevision
 		}
 		return 0, fmt.Errorf("work: update record %s: %w", rec.ID, err)
 	}
+	s.cachePut(rec, nrev)
 	return nrev, nil
 }
+
+// isWrongLastSeq reports a failed compare-and-set publish (10071, or 10164
+// on a replicated stream).
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// isNotFound reports a missing stream message.
+func isNotFound(err error) bool { return errors.Is(err, jetstream.ErrMsgNotFound) }

@@ -56,6 +56,10 @@ type Service struct {
 	dead   jetstream.Stream
 	kv     jetstream.KeyValue
 	key    []byte
+	// kvSubject prefixes the bucket's keys on its stream: $KV.<bucket>.
+	kvSubject string
+	// pullPrefix prefixes a consumer's next-message API subject.
+	pullPrefix string
 
 	locks [256]sync.Mutex // striped per item id
 
@@ -69,6 +73,13 @@ type Service struct {
 	consumers map[pair]jetstream.Consumer
 	types     map[string]struct{}
 	leases    map[string]*lease // by item id
+	pullers   map[pair]*puller
+
+	cmu  sync.Mutex
+	recs map[string]cachedRec // record cache by item id
+
+	qmu sync.Mutex
+	q   queueState
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -80,12 +91,17 @@ var _ protocol.Handler = (*Service)(nil)
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	s := &Service{
-		cfg:       cfg,
-		js:        js,
-		nc:        js.Conn(),
-		consumers: make(map[pair]jetstream.Consumer),
-		types:     make(map[string]struct{}),
-		leases:    make(map[string]*lease),
+		cfg:        cfg,
+		kvSubject:  "$KV." + StateBucket + ".",
+		pullPrefix: "$JS.API.CONSUMER.MSG.NEXT." + StreamName + ".",
+		js:         js,
+		nc:         js.Conn(),
+		consumers:  make(map[pair]jetstream.Consumer),
+		types:      make(map[string]struct{}),
+		leases:     make(map[string]*lease),
+		pullers:    make(map[pair]*puller),
+		recs:       make(map[string]cachedRec),
+		q:          queueState{counts: map[pair]int64{}, heads: map[pair]uint64{}, pubAt: map[pair]time.Time{}, delayed: map[pair][]time.Time{}},
 	}
 	var err error
 	s.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -118,6 +134,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
+		// Enables the per-message TTL of settled records (DedupWindow);
+		// the marker an expiry leaves is itself removed after a minute.
+		LimitMarkerTTL: time.Minute,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("work: bucket %s: %w", StateBucket, err)
@@ -126,6 +145,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		return nil, err
 	}
 	if err := s.findConsumers(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.refreshCounts(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.rebuildLeases(ctx); err != nil {
@@ -286,6 +308,7 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.timers.Wait()
+	s.closePullers()
 	return nil
 }
 
@@ -433,7 +456,7 @@ func (s *Service) expire(id string, delivered uint64) {
 	defer unlock()
 	ctx, cancel := context.WithTimeout(s.base, 10*time.Second)
 	defer cancel()
-	rec, rev, found, err := s.loadRecord(ctx, id)
+	rec, rev, found, err := s.getRecord(ctx, id, false)
 	if err != nil || !found || rec.State != stateLeased || rec.Delivered != delivered {
 		return
 	}

@@ -498,3 +498,53 @@ func TestOps(t *testing.T) {
 		t.Fatalf("Ops = %s, want %s", got, want)
 	}
 }
+
+// TestSettledRecordsExpire checks that the bucket is bounded: an acked
+// item's record carries the DedupWindow as its per-message TTL (JetStream
+// removes it then), a live item's record carries none, and the re-submit
+// of an acked id inside the window is still a duplicate.
+func TestSettledRecordsExpire(t *testing.T) {
+	tests := []struct {
+		name   string
+		window time.Duration
+		want   time.Duration
+	}{
+		{"default", 0, DefaultDedupWindow},
+		{"raised to the stream's duplicates window", time.Second, MinDedupWindow},
+		{"as configured", 3 * time.Hour, 3 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{DedupWindow: tt.window})
+			e.submit("ttl-1", "conversation", "", nil)
+			ttlOf := func() string {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // one lookup's deadline
+				defer cancel()
+				st, err := e.js.Stream(ctx, "KV_"+StateBucket)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := st.GetLastMsgForSubject(ctx, "$KV."+StateBucket+"."+itemKey("ttl-1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m.Header.Get(jetstream.MsgTTLHeader)
+			}
+			if got := ttlOf(); got != "" {
+				t.Fatalf("queued record TTL = %q, want none", got)
+			}
+			c := e.claim(nil)
+			if got := ttlOf(); got != "" {
+				t.Fatalf("leased record TTL = %q, want none", got)
+			}
+			e.must("ack", map[string]any{"token": c.Token}, nil)
+			if got := ttlOf(); got != tt.want.String() {
+				t.Fatalf("acked record TTL = %q, want %q", got, tt.want)
+			}
+			if r := e.submit("ttl-1", "conversation", "", nil); !r.Duplicate {
+				t.Fatalf("re-submit inside the window = %+v, want duplicate", r)
+			}
+		})
+	}
+}

@@ -16,14 +16,15 @@ import (
 
 // current verifies token and loads the record of its grant, which must be
 // the item's current, live lease. It returns the record with the item's
-// lock held; the caller must call unlock.
-func (s *Service) current(ctx context.Context, token string) (rec record, rev uint64, unlock func(), err error) {
+// lock held; the caller must call unlock. The record may come from the
+// cache unless fresh: the caller's compare-and-set catches a stale one.
+func (s *Service) current(ctx context.Context, token string, fresh bool) (rec record, rev uint64, unlock func(), err error) {
 	g, err := verifyToken(s.key, token)
 	if err != nil {
 		return record{}, 0, nil, protocol.BadRequest("invalid token")
 	}
 	unlock = s.lock(g.ID)
-	rec, rev, found, err := s.loadRecord(ctx, g.ID)
+	rec, rev, found, err := s.getRecord(ctx, g.ID, fresh)
 	if err != nil {
 		unlock()
 		return record{}, 0, nil, err
@@ -49,21 +50,28 @@ func (s *Service) ack(ctx context.Context, req protocol.Request) (any, error) {
 	if err := protocol.Decode(req.Body, &in); err != nil {
 		return nil, err
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token)
+	rec, rev, unlock, err := s.current(ctx, in.Token, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	reply := rec.Reply
 	rec.State, rec.Reply, rec.LeaseUntil = stateAcked, "", time.Time{}
-	// The record first: should the ack below be lost, the redelivery finds
-	// the item acked and acknowledges it without handing it out.
+	// The record first, durably: it is the outcome. Should the ack to
+	// JetStream below be lost, the redelivery finds the item acked (its
+	// record outlives any redelivery, see DedupWindow) and acknowledges it
+	// without handing it out.
 	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
 		return nil, fencedOnRace(err)
 	}
 	s.untrack(rec.ID)
+	// The +ACK is confirmed (one round trip) so that a stats or claim
+	// that follows the ack no longer sees the item stored.
 	if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
 		s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
+	}
+	if p, ok := pairOfRecord(rec); ok {
+		s.removed(p, rec.Seq)
 	}
 	return struct{}{}, nil
 }
@@ -96,7 +104,7 @@ func (s *Service) retry(ctx context.Context, req protocol.Request) (any, error) 
 	if len(in.Error) > 4*MaxReasonLen {
 		return nil, protocol.TooLarge("error text over %d bytes", 4*MaxReasonLen)
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token)
+	rec, rev, unlock, err := s.current(ctx, in.Token, false)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +128,9 @@ func (s *Service) retry(ctx context.Context, req protocol.Request) (any, error) 
 		return nil, fencedOnRace(err)
 	}
 	s.untrack(rec.ID)
+	if p, ok := pairOfRecord(rec); ok {
+		s.putBack(p, delay)
+	}
 	if err := s.settleReply(ctx, reply, nakBody(delay)); err != nil {
 		return nil, err
 	}
@@ -157,7 +168,7 @@ func (s *Service) deferItem(ctx context.Context, req protocol.Request) (any, err
 	if next.Before(now) {
 		next = now
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token)
+	rec, rev, unlock, err := s.current(ctx, in.Token, false)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +182,9 @@ func (s *Service) deferItem(ctx context.Context, req protocol.Request) (any, err
 		return nil, fencedOnRace(err)
 	}
 	s.untrack(rec.ID)
+	if p, ok := pairOfRecord(rec); ok {
+		s.putBack(p, next.Sub(now))
+	}
 	if err := s.settleReply(ctx, reply, nakBody(next.Sub(now))); err != nil {
 		return nil, err
 	}
@@ -186,7 +200,8 @@ func (s *Service) extend(ctx context.Context, req protocol.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token)
+	// Fresh: the +WPI below goes out before the compare-and-set.
+	rec, rev, unlock, err := s.current(ctx, in.Token, true)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +230,7 @@ func (s *Service) deadLetterOp(ctx context.Context, req protocol.Request) (any, 
 	if len(in.Reason) > MaxReasonLen {
 		return nil, protocol.TooLarge("reason over %d bytes", MaxReasonLen)
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token)
+	rec, rev, unlock, err := s.current(ctx, in.Token, false)
 	if err != nil {
 		return nil, err
 	}
@@ -266,9 +281,19 @@ func (s *Service) deadLetter(ctx context.Context, rec record, rev uint64, it sto
 		return err
 	}
 	s.untrack(rec.ID)
+	s.removed(pair{cls, rec.Type}, rec.Seq)
 	if err := s.settleReply(ctx, reply, "+TERM "+reason); err != nil {
 		s.cfg.Logger.Warn("work: term dead-lettered delivery", "id", rec.ID, "err", err)
 	}
 	s.cfg.Logger.Info("work: dead-lettered", "id", rec.ID, "reason", reason, "attempts", attempts)
 	return nil
+}
+
+// pairOfRecord returns the queue of rec.
+func pairOfRecord(rec record) (pair, bool) {
+	c, err := priority.Parse(rec.Class)
+	if err != nil {
+		return pair{}, false
+	}
+	return pair{c, rec.Type}, true
 }

@@ -90,7 +90,7 @@ func (s *Service) submit(ctx context.Context, req protocol.Request) (any, error)
 		return nil, err
 	}
 	if exists {
-		old, oldRev, found, err := s.loadRecord(ctx, in.ID)
+		old, oldRev, found, err := s.getRecord(ctx, in.ID, true)
 		if err != nil {
 			return nil, err
 		}
@@ -120,6 +120,9 @@ func (s *Service) submit(ctx context.Context, req protocol.Request) (any, error)
 		return nil, err
 	}
 	rec.Seq = ack.Sequence
+	if !ack.Duplicate {
+		s.published(p, ack.Sequence)
+	}
 	if _, err := s.updateRecord(ctx, rec, rev); err != nil && err != errRevision {
 		return nil, err
 	}
