@@ -217,7 +217,7 @@ func TestMissionIngestFloodNeverShedsReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := ac.ClaimNext(priority.With(ctx, priority.Interactive), workitems.ClaimRequest{Types: []string{"conversation"}})
+		cl, err := ac.Claim(priority.With(ctx, priority.Interactive), workitems.ClaimRequest{Types: []string{"conversation"}})
 		if err != nil || cl == nil {
 			t.Fatalf("claim the ingest's item: %v %v", cl, err)
 		}

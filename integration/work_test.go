@@ -96,7 +96,7 @@ func TestWorkCrashRestart(t *testing.T) {
 		wg.Go(func() {
 			worker := fmt.Sprintf("crash-worker-%d", w)
 			for ctx.Err() == nil {
-				cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{Worker: worker, Lease: 2 * time.Second, Wait: 300 * time.Millisecond})
+				cl, err := c.Claim(ctx, workitems.ClaimRequest{Worker: worker, Lease: 2 * time.Second, Wait: 300 * time.Millisecond})
 				if err != nil || cl == nil {
 					if err != nil {
 						time.Sleep(50 * time.Millisecond) // engine down or shed: retry at a fixed short interval

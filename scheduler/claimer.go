@@ -46,12 +46,12 @@ type Task struct {
 
 // Claimer is the work source a [Pool] drives. workitems.Client satisfies it.
 //
-// Claim returns (nil, nil) when there is nothing to claim. Errors from the
+// ClaimTask returns (nil, nil) when there is nothing to claim. Errors from the
 // engine that start with "BUSY:" are sheds; the pool backs off on any error.
 // Every method runs under ctx and returns ctx.Err() once it is done.
 type Claimer interface {
-	// Claim claims the next item matching f, highest class first.
-	Claim(ctx context.Context, f ClaimFilter) (*Task, error)
+	// ClaimTask claims the next item matching f, highest class first.
+	ClaimTask(ctx context.Context, f ClaimFilter) (*Task, error)
 	// Pending returns the number of ready items per lane, for Policy.Decide.
 	Pending(ctx context.Context) (map[string]int, error)
 	// Defer puts t back to ready after delay without consuming an attempt.

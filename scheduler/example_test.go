@@ -16,7 +16,7 @@ type oneTask struct {
 	task *scheduler.Task
 }
 
-func (c *oneTask) Claim(ctx context.Context, f scheduler.ClaimFilter) (*scheduler.Task, error) {
+func (c *oneTask) ClaimTask(ctx context.Context, f scheduler.ClaimFilter) (*scheduler.Task, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.task

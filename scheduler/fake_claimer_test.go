@@ -55,7 +55,7 @@ func matches(t *Task, f ClaimFilter) bool {
 	return len(f.Types) == 0 || slices.Contains(f.Types, t.Type)
 }
 
-func (c *fakeClaimer) Claim(ctx context.Context, f ClaimFilter) (*Task, error) {
+func (c *fakeClaimer) ClaimTask(ctx context.Context, f ClaimFilter) (*Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -362,7 +362,7 @@ func (p *Pool) claim(ctx context.Context, id string, hydrationFirst bool) (t *Ta
 	if hydrationFirst {
 		hctx := priority.With(ctx, priority.Hydration)
 		for _, typ := range priority.HydrationTypes { // sorted: capability_hydration, skill_workflows
-			t, err := p.claimer.Claim(hctx, ClaimFilter{
+			t, err := p.claimer.ClaimTask(hctx, ClaimFilter{
 				Worker: id, Lanes: []string{priority.LaneOf(typ)}, Types: []string{typ}, Lease: p.lease,
 			})
 			if err != nil {
@@ -374,12 +374,12 @@ func (p *Pool) claim(ctx context.Context, id string, hydrationFirst bool) (t *Ta
 			}
 		}
 	}
-	t, err = p.claimer.Claim(priority.With(ctx, priority.Interactive),
+	t, err = p.claimer.ClaimTask(priority.With(ctx, priority.Interactive),
 		ClaimFilter{Worker: id, Classes: highClasses, Lease: p.lease})
 	if err != nil || t != nil {
 		return t, false, err
 	}
-	t, err = p.claimer.Claim(priority.With(ctx, priority.BackgroundIngestion),
+	t, err = p.claimer.ClaimTask(priority.With(ctx, priority.BackgroundIngestion),
 		ClaimFilter{Worker: id, Classes: []priority.Class{priority.BackgroundIngestion}, Lease: p.lease})
 	if err == nil && t == nil {
 		err = hydErr

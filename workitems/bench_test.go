@@ -88,7 +88,7 @@ func BenchmarkClaimAck(b *testing.B) {
 
 	refill := 0
 	for b.Loop() {
-		cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{})
+		cl, err := c.Claim(ctx, workitems.ClaimRequest{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func BenchmarkInteractiveClaimBacklog(b *testing.B) {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
-		cl, err := s.c.ClaimNext(ctx, workitems.ClaimRequest{})
+		cl, err := s.c.Claim(ctx, workitems.ClaimRequest{})
 		d := time.Since(t0)
 		if err != nil || cl == nil || cl.Class != priority.Interactive {
 			b.Fatalf("claim = %+v, %v", cl, err)
@@ -203,7 +203,7 @@ func BenchmarkShedPacing(b *testing.B) {
 			if ms == 10_000 {
 				after10 = srv.Reached("claim")
 			}
-			if _, err := c.ClaimNext(ctx, workitems.ClaimRequest{}); err == nil || !workitems.IsBusyShed(err) {
+			if _, err := c.Claim(ctx, workitems.ClaimRequest{}); err == nil || !workitems.IsBusyShed(err) {
 				b.Fatalf("claim under shedding = %v", err)
 			}
 			clk.t = clk.t.Add(time.Millisecond)

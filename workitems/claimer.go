@@ -9,10 +9,10 @@ import (
 	"github.com/edictrt/edict/scheduler"
 )
 
-// Claim implements scheduler.Claimer: ClaimNext with f's filter, the claim
+// ClaimTask implements scheduler.Claimer: Claim with f's filter, the claim
 // returned as a *scheduler.Task whose Token settles it.
-func (c *Client) Claim(ctx context.Context, f scheduler.ClaimFilter) (*scheduler.Task, error) {
-	cl, err := c.ClaimNext(ctx, ClaimRequest{Worker: f.Worker, Classes: f.Classes, Lanes: f.Lanes, Types: f.Types, Lease: f.Lease})
+func (c *Client) ClaimTask(ctx context.Context, f scheduler.ClaimFilter) (*scheduler.Task, error) {
+	cl, err := c.Claim(ctx, ClaimRequest{Worker: f.Worker, Classes: f.Classes, Lanes: f.Lanes, Types: f.Types, Lease: f.Lease})
 	if err != nil || cl == nil {
 		return nil, err
 	}

@@ -198,12 +198,12 @@ type claimReply struct {
 	Token          string          `json:"token"`
 }
 
-// ClaimNext claims the next item r allows, highest class first. It returns
+// Claim claims the next item r allows, highest class first. It returns
 // (nil, nil) when there is nothing to claim (the engine answered empty or
 // tenant_quota). The claim is paced per class of ctx (priority.From): while
 // that class is paced it fails with a *PacedError without contacting the
 // engine; a shed answer opens the window and is returned as is.
-func (c *Client) ClaimNext(ctx context.Context, r ClaimRequest) (*Claim, error) {
+func (c *Client) Claim(ctx context.Context, r ClaimRequest) (*Claim, error) {
 	cls := priority.From(ctx)
 	if err := c.pacer.RaiseIfPaced(cls); err != nil {
 		return nil, err

@@ -38,9 +38,9 @@ func TestClientLifecycle(t *testing.T) {
 		t.Fatal("bad type accepted")
 	}
 
-	cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{})
+	cl, err := c.Claim(ctx, workitems.ClaimRequest{})
 	if err != nil || cl == nil || cl.ID != "q1" || cl.Class != priority.Interactive || cl.Attempt != 1 || cl.MaxAttempts != 2 {
-		t.Fatalf("ClaimNext = %+v, %v; want q1 first", cl, err)
+		t.Fatalf("Claim = %+v, %v; want q1 first", cl, err)
 	}
 	if string(cl.Payload) != `{"q":"hi"}` && string(cl.Payload) != `{"q": "hi"}` {
 		t.Fatalf("payload = %s", cl.Payload)
@@ -52,7 +52,7 @@ func TestClientLifecycle(t *testing.T) {
 	if _, err := cl.Defer(ctx, 0, "admission_denied"); err != nil {
 		t.Fatal(err)
 	}
-	cl, err = c.ClaimNext(ctx, workitems.ClaimRequest{Classes: []priority.Class{priority.Interactive}, Wait: 5 * time.Second})
+	cl, err = c.Claim(ctx, workitems.ClaimRequest{Classes: []priority.Class{priority.Interactive}, Wait: 5 * time.Second})
 	if err != nil || cl == nil || cl.Attempt != 1 {
 		t.Fatalf("after defer: %+v, %v", cl, err)
 	}
@@ -60,7 +60,7 @@ func TestClientLifecycle(t *testing.T) {
 	if rr, err := cl.Retry(ctx, "boom"); err != nil || rr.Dead || rr.NextAt.IsZero() {
 		t.Fatalf("Retry = %+v, %v", rr, err)
 	}
-	cl, err = c.ClaimNext(ctx, workitems.ClaimRequest{Classes: []priority.Class{priority.Interactive}, Wait: 5 * time.Second})
+	cl, err = c.Claim(ctx, workitems.ClaimRequest{Classes: []priority.Class{priority.Interactive}, Wait: 5 * time.Second})
 	if err != nil || cl == nil || cl.Attempt != 2 {
 		t.Fatalf("after retry: %+v, %v", cl, err)
 	}
@@ -85,7 +85,7 @@ func TestClientLifecycle(t *testing.T) {
 	if err != nil || pend["queries"] != 1 || pend["ingestion"] != 10 {
 		t.Fatalf("Pending = %v, %v", pend, err)
 	}
-	cl, err = c.ClaimNext(ctx, workitems.ClaimRequest{Lanes: []string{"queries"}})
+	cl, err = c.Claim(ctx, workitems.ClaimRequest{Lanes: []string{"queries"}})
 	if err != nil || cl == nil || cl.ID != "q1" || cl.Attempt != 1 {
 		t.Fatalf("replayed claim = %+v, %v", cl, err)
 	}
@@ -96,7 +96,7 @@ func TestClientLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{Types: []string{"codebase"}})
+		cl, err := c.Claim(ctx, workitems.ClaimRequest{Types: []string{"codebase"}})
 		if err != nil || cl == nil || cl.ID != fmt.Sprintf("bg%d", i) {
 			t.Fatalf("background claim %d = %+v, %v", i, cl, err)
 		}
@@ -110,7 +110,7 @@ func TestClientLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{}); cl != nil || err != nil {
+	if cl, err := c.Claim(ctx, workitems.ClaimRequest{}); cl != nil || err != nil {
 		t.Fatalf("empty claim = %+v, %v; want nil, nil", cl, err)
 	}
 }
@@ -122,11 +122,11 @@ func TestLeaseExpiryFencesStaleWorker(t *testing.T) {
 	if _, err := c.Submit(ctx, workitems.Item{ID: "x", Type: "document"}); err != nil {
 		t.Fatal(err)
 	}
-	stale, err := c.ClaimNext(ctx, workitems.ClaimRequest{Lease: 150 * time.Millisecond})
+	stale, err := c.Claim(ctx, workitems.ClaimRequest{Lease: 150 * time.Millisecond})
 	if err != nil || stale == nil {
 		t.Fatalf("claim = %v, %v", stale, err)
 	}
-	fresh, err := c.ClaimNext(ctx, workitems.ClaimRequest{Worker: "other", Wait: 10 * time.Second})
+	fresh, err := c.Claim(ctx, workitems.ClaimRequest{Worker: "other", Wait: 10 * time.Second})
 	if err != nil || fresh == nil || fresh.Attempt != 2 {
 		t.Fatalf("redelivered claim = %+v, %v", fresh, err)
 	}
@@ -148,7 +148,7 @@ func TestKeepAliveHoldsLease(t *testing.T) {
 	if _, err := c.Submit(ctx, workitems.Item{ID: "long", Type: "deep_analysis"}); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{})
+	cl, err := c.Claim(ctx, workitems.ClaimRequest{})
 	if err != nil || cl == nil {
 		t.Fatal(cl, err)
 	}
@@ -156,7 +156,7 @@ func TestKeepAliveHoldsLease(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cl.KeepAlive(kctx, 200*time.Millisecond) }()
 	// For 2.5 leases no other worker gets the item.
-	if other, err := c.ClaimNext(ctx, workitems.ClaimRequest{Worker: "other", Wait: 2500 * time.Millisecond}); err != nil || other != nil {
+	if other, err := c.Claim(ctx, workitems.ClaimRequest{Worker: "other", Wait: 2500 * time.Millisecond}); err != nil || other != nil {
 		t.Fatalf("claim while kept alive = %+v, %v", other, err)
 	}
 	stop()
@@ -207,13 +207,13 @@ func TestPacingOnBusyEndToEnd(t *testing.T) {
 	}
 	bg := priority.With(ctx, priority.BackgroundIngestion)
 	in := priority.With(ctx, priority.Interactive)
-	_, shed := c.ClaimNext(bg, workitems.ClaimRequest{Classes: []priority.Class{priority.BackgroundIngestion}})
+	_, shed := c.Claim(bg, workitems.ClaimRequest{Classes: []priority.Class{priority.BackgroundIngestion}})
 	var ee *workitems.EngineError
 	if !errors.As(shed, &ee) || ee.Code != 503 || !workitems.IsBusyShed(shed) {
 		t.Fatalf("background claim under pressure = %v, want an engine BUSY", shed)
 	}
 	reached := engineClaims(t, e)
-	_, err = c.ClaimNext(bg, workitems.ClaimRequest{})
+	_, err = c.Claim(bg, workitems.ClaimRequest{})
 	want := "BUSY: client-side claim pacing active for class 'background_ingestion', retry after 0.125s (engine not contacted)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("paced claim = %v, want %q", err, want)
@@ -222,7 +222,7 @@ func TestPacingOnBusyEndToEnd(t *testing.T) {
 		t.Fatalf("paced claim reached the engine: %d → %d requests", reached, got)
 	}
 	// Interactive is never paced by background sheds.
-	cl, err := c.ClaimNext(in, workitems.ClaimRequest{Classes: []priority.Class{priority.Interactive}})
+	cl, err := c.Claim(in, workitems.ClaimRequest{Classes: []priority.Class{priority.Interactive}})
 	if err != nil || cl == nil || cl.ID != "i1" {
 		t.Fatalf("interactive claim while background paced = %+v, %v", cl, err)
 	}
@@ -234,11 +234,11 @@ func TestPacingOnBusyEndToEnd(t *testing.T) {
 		t.Fatalf("holder reply = %v, %v", m, err)
 	}
 	clk.t = clk.t.Add(124 * time.Millisecond)
-	if _, err := c.ClaimNext(bg, workitems.ClaimRequest{}); err == nil || err.Error() != strings.Replace(want, "0.125s", "0.001s", 1) {
+	if _, err := c.Claim(bg, workitems.ClaimRequest{}); err == nil || err.Error() != strings.Replace(want, "0.125s", "0.001s", 1) {
 		t.Fatalf("claim 1 ms before the window ends = %v", err)
 	}
 	clk.t = clk.t.Add(time.Millisecond)
-	got, err := c.ClaimNext(bg, workitems.ClaimRequest{Classes: []priority.Class{priority.BackgroundIngestion}})
+	got, err := c.Claim(bg, workitems.ClaimRequest{Classes: []priority.Class{priority.BackgroundIngestion}})
 	if err != nil || got == nil || got.ID != "b1" {
 		t.Fatalf("background claim after pressure = %+v, %v", got, err)
 	}

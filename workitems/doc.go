@@ -8,10 +8,10 @@
 //
 //	c, err := workitems.New(nc, workitems.Config{})
 //	_, err = c.Submit(ctx, workitems.Item{Type: "conversation", Payload: json.RawMessage(`{"q":"hi"}`)})
-//	cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{})
+//	cl, err := c.Claim(ctx, workitems.ClaimRequest{})
 //	if cl != nil { err = cl.Ack(ctx) }
 //
-// ClaimNext returns (nil, nil) when there is nothing to claim. *Client also
+// Claim returns (nil, nil) when there is nothing to claim. *Client also
 // satisfies scheduler.Claimer, so a scheduler.Pool can drive it.
 //
 // # Idempotent submit

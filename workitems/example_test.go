@@ -76,7 +76,7 @@ func Example() {
 	}
 	fmt.Println("re-submit is a duplicate:", r.Duplicate)
 	for {
-		cl, err := c.ClaimNext(ctx, workitems.ClaimRequest{})
+		cl, err := c.Claim(ctx, workitems.ClaimRequest{})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -203,7 +203,7 @@ func workClaim(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer nc.Close()
 	defer cancel()
-	c, err := cl.ClaimNext(ctx, req)
+	c, err := cl.Claim(ctx, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "edict work claim: %v\n", err)
 		return 1
