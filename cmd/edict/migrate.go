@@ -28,15 +28,19 @@ func runMigrateShards(ctx context.Context, args []string, stdout, stderr io.Writ
 	shards := fs.Int("shards", 0, "new shard count `K`, 1..64 (required)")
 	dest := fs.String("dest", "", "write the new shards to `DIR`/engine instead of in place; refused if it already holds shard files (default: in place, old files kept in DIR/engine/.shard-migrate-backup-<unix>/)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: edict migrate-shards --data DIR --shards K [--dest DIR]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Changes the shard count of a STOPPED engine: every graph, node, edge and KV row is")
-		fmt.Fprintln(stderr, "copied verbatim into graph-0.db .. graph-<K-1>.db, each graph to the shard the engine")
-		fmt.Fprintln(stderr, "routes it to (its tenant-catalog entry, else the hash). Prints per-table counts.")
-		fmt.Fprintln(stderr, "Exit status: 0 on success, 1 on failure, 2 on bad usage.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "flags:")
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: edict migrate-shards --data DIR --shards K [--dest DIR]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Changes the shard count of a STOPPED engine: every graph, node, edge and KV row is")
+		fmt.Fprintln(w, "copied verbatim into graph-0.db .. graph-<K-1>.db, each graph to the shard the engine")
+		fmt.Fprintln(w, "routes it to (its tenant-catalog entry, else the hash). Prints per-table counts.")
+		fmt.Fprintln(w, "Exit status: 0 on success, 1 on failure, 2 on bad usage.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "flags:")
 		fs.PrintDefaults()
+	}
+	if helpRequested(args) {
+		fs.SetOutput(stdout)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -81,7 +81,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Shards, "shards", envInt("EDICT_SHARDS", 0),
 		"shard count K for a new data directory, 1..64; 0 means clamp(cpus/2, 1, 8); an existing directory keeps its K (env EDICT_SHARDS)")
 	fs.StringVar(&cfg.NATSURL, "nats-url", os.Getenv("EDICT_NATS_URL"),
-		"connect to this existing NATS deployment instead of embedding a server; it needs the exports and imports of DESIGN.md (env EDICT_NATS_URL)")
+		"connect to this existing NATS deployment instead of embedding a server; it needs the accounts, exports and imports shown in the README, section Using an existing NATS deployment (env EDICT_NATS_URL)")
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", os.Getenv("EDICT_NATS_CREDS"),
 		"credentials file for --nats-url (env EDICT_NATS_CREDS)")
 	ceilings := &ceilingFlag{specs: identity.SplitList(os.Getenv("EDICT_CEILINGS")), fromEnv: true}

@@ -22,6 +22,11 @@ type requestInfo struct {
 // is set, or when the Nats-Request-Info header is absent, it is
 // protocol.Anonymous. A trusted header that does not decode or names no
 // account is ErrUnauthenticated (with principal anonymous).
+//
+// When the header holds several values the last one counts: the NATS
+// server strips the client's copies and appends its own at the end of the
+// header block, so the last value is the server's even if a copy the
+// client wrote survived.
 func Principal(h map[string][]string, trust bool) (string, error) {
 	if !trust {
 		return protocol.Anonymous, nil
@@ -30,7 +35,7 @@ func Principal(h map[string][]string, trust bool) (string, error) {
 	if len(v) == 0 {
 		return protocol.Anonymous, nil
 	}
-	return ParseRequestInfo(v[0])
+	return ParseRequestInfo(v[len(v)-1])
 }
 
 // ParseRequestInfo returns the principal "<acc>/<user>" ("<acc>" when user

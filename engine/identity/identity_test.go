@@ -23,6 +23,7 @@ func TestPrincipal(t *testing.T) {
 		{"acc only", map[string][]string{"Nats-Request-Info": {`{"acc":"APP","name":"alice"}`}}, true, "APP", false},
 		{"name is never identity", map[string][]string{"Nats-Request-Info": {`{"acc":"APP","user":"","name":"ENGINE/root"}`}}, true, "APP", false},
 		{"lower-case spelling is not the server's header", map[string][]string{"nats-request-info": {`{"acc":"ENGINE","user":"engine"}`}}, true, "anonymous", false},
+		{"the server's value is the last one", map[string][]string{"Nats-Request-Info": {`{"acc":"ENGINE","user":"engine"}`, `{"acc":"APP","user":"bob"}`}}, true, "APP/bob", false},
 		{"no account", map[string][]string{"Nats-Request-Info": {`{"user":"bob"}`}}, true, "anonymous", true},
 		{"garbage", map[string][]string{"Nats-Request-Info": {`{`}}, true, "anonymous", true},
 	}

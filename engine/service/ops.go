@@ -536,10 +536,13 @@ func checkNS(ns string) error {
 
 // scopedNS is the stored namespace of ns for principal: an opaque hash of
 // the caller's tenant (account) and actor (user) with the requested one, so
-// callers never see each other's keys.
+// callers never see each other's keys. The anonymous principal is tenant
+// and actor "anonymous"; an account-only principal ("APP", from an import
+// without sharing) has an empty actor, so it never shares keys with a user
+// whose name is the account's ("APP/APP").
 func scopedNS(principal, ns string) string {
 	tenant, actor, ok := strings.Cut(principal, "/")
-	if !ok {
+	if !ok && principal == protocol.Anonymous {
 		actor = tenant
 	}
 	h := sha256.New()
