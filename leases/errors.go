@@ -5,6 +5,3 @@ import "errors"
 // ErrUnsafeDir reports a lease directory that is a symlink, not a
 // directory, owned by another user, or cannot be created.
 var ErrUnsafeDir = errors.New("leases: unsafe lease directory")
-
-// ErrClosed is returned by operations on a closed [Lease].
-var ErrClosed = errors.New("leases: lease closed")

@@ -1,6 +1,7 @@
 package leases
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,22 +25,27 @@ type Scanner struct {
 
 	settled   time.Duration // settledAge; tests shorten it
 	fullScans int           // full scans run, for tests
+	// open opens a record; nil means syscall.Open. Tests inject failures.
+	open func(path string, mode int, perm uint32) (int, error)
 }
 
 // dirSnap remembers the directory as the last full scan found it. While the
 // directory is unchanged (same inode, mtime and ctime: every create, rename
-// and unlink in it moves mtime, every chmod or chown ctime) the records it
-// inspected are the same, so the answer follows from the expiries it saw
-// and the clock alone, and a scan costs one lstat instead of a readdir and
-// an open per record. Holders rewrite by rename, so a live holder changes
-// the directory at every refresh anyway.
+// and unlink in it moves its mtime, a chmod or chown of the directory its
+// ctime) the records it inspected are the same, so the answer follows from
+// the expiries it saw and the clock alone, and a scan costs one lstat
+// instead of a readdir and an open per record. Holders rewrite by rename,
+// so a live holder changes the directory at every refresh anyway.
 //
-// Two guards keep the shortcut exact: the snapshot is trusted only when the
-// directory's timestamps were already settledAge old when the full scan
+// Three guards keep the shortcut exact: the snapshot is trusted only when
+// the directory's timestamps were already settledAge old when the full scan
 // started (file-system timestamps are coarse: a change in the same tick as
-// the scan would not move them), and a full scan runs at least once a TTL
-// whatever the timestamps say, which also bounds how long a record written
-// in place by a foreign process (never by a Holder) can go unseen.
+// the scan would not move them); a scan that hit an I/O error (rather than
+// a rule) on the directory or on a record is never reused; and a full scan
+// runs at least once a TTL whatever the timestamps say. That last guard
+// bounds how long a change made to a record in place by a foreign process
+// (a write, chmod or chown of the file, which moves the file's timestamps,
+// not the directory's; a Holder never does this) can go unseen.
 type dirSnap struct {
 	ok           bool
 	dev, ino     uint64
@@ -148,13 +154,28 @@ func (s *Scanner) scan(now time.Time) bool {
 	}
 	s.snap = dirSnap{ok: true, dev: st.Dev, ino: st.Ino, mtime: st.Mtim, ctime: st.Ctim,
 		scanned: wall, future: s.snap.future[:0]}
-	entries := s.readNames(fd, s.cfg.maxEntries())
+	entries, complete := s.readNames(fd, s.cfg.maxEntries())
+	if !complete {
+		// A failed read of the directory saw only part of it: answer from
+		// what it saw, but never reuse that view.
+		s.snap.ok = false
+	}
+	open := s.open
+	if open == nil {
+		open = syscall.Open
+	}
 	for _, name := range entries {
 		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
-		exp, ok := readRecord(path)
+		exp, ok, certain := readRecord(path, open)
+		if !certain {
+			// An I/O error (no file descriptor left, EIO, …), not a rule,
+			// rejected the record: it may count at the next scan, so the
+			// unchanged-directory shortcut must not answer for it.
+			s.snap.ok = false
+		}
 		if !ok {
 			continue
 		}
@@ -178,48 +199,70 @@ func (s *Scanner) scan(now time.Time) bool {
 }
 
 // readNames returns the names of at most limit entries of the open
-// directory fd, in directory order. It reads with getdents into a fixed
-// buffer, so the work is bounded by limit, not by the directory's size (the
-// spec's (*os.File).ReadDir(128), without the per-entry allocations).
-func (s *Scanner) readNames(fd, limit int) []string {
+// directory fd, in directory order, and whether the read ended without an
+// error. It reads with getdents into a fixed buffer, so the work is bounded
+// by limit, not by the directory's size (the spec's
+// (*os.File).ReadDir(128), without the per-entry allocations).
+func (s *Scanner) readNames(fd, limit int) (names []string, complete bool) {
 	if s.buf == nil {
 		s.buf = make([]byte, 2048)
 	}
-	names := s.names[:0]
+	names, complete = s.names[:0], true
 	for len(names) < limit {
 		n, err := syscall.Getdents(fd, s.buf)
-		if err != nil || n <= 0 {
+		if err != nil {
+			complete = false
+			break
+		}
+		if n <= 0 {
 			break
 		}
 		_, _, names = syscall.ParseDirent(s.buf[:n], limit-len(names), names)
 	}
 	s.names = names
-	return names
+	return names, complete
 }
 
 // readRecord applies the spec's checks 1–5 to path and returns its expiry.
-func readRecord(path string) (float64, bool) {
+// certain is false when a system call failed for a reason other than the
+// rules (a record refused for what it is stays refused until the directory
+// changes; one refused for an error may count next time).
+func readRecord(path string, open func(string, int, uint32) (int, error)) (exp float64, ok, certain bool) {
 	var st syscall.Stat_t
-	if syscall.Lstat(path, &st) != nil || !privateRegular(&st) {
-		return 0, false
+	if err := syscall.Lstat(path, &st); err != nil {
+		return 0, false, false
 	}
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if !privateRegular(&st) {
+		return 0, false, true
+	}
+	fd, err := open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return 0, false
+		// ELOOP: swapped for a symlink since the lstat; EACCES, EPERM: what
+		// the file is (only a chmod of the file, which a holder never does,
+		// changes it). Anything else may pass.
+		rule := errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+		return 0, false, rule
 	}
 	defer syscall.Close(fd)
 	var fst syscall.Stat_t
-	if syscall.Fstat(fd, &fst) != nil || !privateRegular(&fst) || fst.Ino != st.Ino || fst.Dev != st.Dev {
-		return 0, false
+	if err := syscall.Fstat(fd, &fst); err != nil {
+		return 0, false, false
+	}
+	if !privateRegular(&fst) || fst.Ino != st.Ino || fst.Dev != st.Dev {
+		return 0, false, true
 	}
 	var buf [MaxRecordSize + 1]byte
 	n := 0
 	for n < len(buf) {
 		m, err := syscall.Read(fd, buf[n:])
-		if m <= 0 || err != nil {
+		if err != nil {
+			return 0, false, false
+		}
+		if m <= 0 {
 			break
 		}
 		n += m
 	}
-	return parseRecord(buf[:n])
+	exp, ok = parseRecord(buf[:n])
+	return exp, ok, true
 }

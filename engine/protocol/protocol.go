@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/edictrt/edict/priority"
 )
@@ -121,7 +124,71 @@ func Decode(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return BadRequest("malformed request: trailing data after the JSON object")
 	}
+	return exactKeys(body, v)
+}
+
+// exactKeys rejects a top-level key of body that is not, letter for letter,
+// a JSON field name of the struct v points to: encoding/json matches names
+// in any letter case, so {"ID":..} would otherwise fill "id" silently.
+func exactKeys(body []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil // null: nothing to check
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return BadRequest("malformed request: %v", err)
+		}
+		key, _ := tok.(string)
+		if names == nil {
+			names = fieldNames(t.Elem(), nil)
+		}
+		if !slices.Contains(names, key) {
+			return BadRequest("malformed request: json: unknown field %q", key)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return BadRequest("malformed request: %v", err)
+		}
+	}
 	return nil
+}
+
+// fieldNames appends the JSON names of struct type t's fields, those of
+// untagged embedded structs included.
+func fieldNames(t reflect.Type, names []string) []string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" && tag == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				names = fieldNames(ft, names)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // Caller is who sent an admitted request and the class it was admitted as

@@ -1,0 +1,71 @@
+package protocol
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+type inner struct {
+	Extra string `json:"extra"`
+}
+
+type decodeTarget struct {
+	inner
+	ID     string   `json:"id"`
+	Labels []string `json:"labels,omitempty"`
+	Skip   string   `json:"-"`
+	Plain  int
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		body string
+		ok   bool
+		want string // substring of the error
+	}{
+		{``, true, ""},
+		{`{}`, true, ""},
+		{`null`, true, ""},
+		{`{"id":"a","labels":["x"],"extra":"e","Plain":1}`, true, ""},
+		{`{"ID":"a"}`, false, `unknown field "ID"`},
+		{`{"id":"a","Id":"b"}`, false, `unknown field "Id"`},
+		{`{"Skip":"x"}`, false, "unknown field"},
+		{`{"-":"x"}`, false, "unknown field"},
+		{`{"plain":1}`, false, `unknown field "plain"`},
+		{`{"nope":1}`, false, "unknown field"},
+		{`{"id":"a"} {"id":"b"}`, false, "trailing data"},
+		{`{"id":`, false, "malformed"},
+		{`[]`, false, "malformed"},
+	}
+	for _, tt := range tests {
+		var v decodeTarget
+		err := Decode([]byte(tt.body), &v)
+		if tt.ok {
+			if err != nil {
+				t.Errorf("Decode(%s) = %v", tt.body, err)
+			}
+			continue
+		}
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Code != CodeBadRequest || !strings.Contains(pe.Text, tt.want) {
+			t.Errorf("Decode(%s) = %v, want 400 containing %q", tt.body, err, tt.want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{}`, `{"id":"a"}`, `{"ID":1}`, `{"extra":"x","labels":[]}`, `nul`, `{"id":"\u0041"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var v decodeTarget
+		err := Decode(body, &v)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Code != CodeBadRequest {
+				t.Fatalf("Decode error %v is not a 400", err)
+			}
+		}
+	})
+}
