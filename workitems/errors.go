@@ -44,7 +44,7 @@ type PacedError struct {
 func (e *PacedError) Error() string { return e.text }
 
 // IsBusyShed reports whether err is the engine's shed reply (an engine error
-// whose text starts with "BUSY:", case-sensitive, untrimmed) or the client's
+// with code 503 whose text starts with "BUSY:", case-sensitive, untrimmed) or the client's
 // own pacing error. A transport or connection error is never a shed,
 // whatever its text.
 func IsBusyShed(err error) bool {
@@ -53,5 +53,5 @@ func IsBusyShed(err error) bool {
 		return true
 	}
 	var ee *EngineError
-	return errors.As(err, &ee) && strings.HasPrefix(ee.Text, "BUSY:")
+	return errors.As(err, &ee) && ee.Code == 503 && strings.HasPrefix(ee.Text, "BUSY:")
 }

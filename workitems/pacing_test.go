@@ -202,6 +202,7 @@ func TestIsBusyShed(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &workitems.EngineError{Code: 503, Text: "BUSY: x"}), true},
 		{&workitems.EngineError{Code: 503, Text: " BUSY: x"}, false},
 		{&workitems.EngineError{Code: 503, Text: "busy: x"}, false},
+		{&workitems.EngineError{Code: 400, Text: "BUSY: not a shed without 503"}, false},
 		{&workitems.EngineError{Code: 409, Text: "FENCED: stale lease token"}, false},
 		{errors.New("BUSY: a transport error with that text"), false},
 		{nil, false},

@@ -130,6 +130,9 @@ func workSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := fs.Parse(args); err != nil {
 		return workParseExit(err)
 	}
+	if !workNoArgs(fs, stderr) {
+		return 2
+	}
 	if *typ == "" {
 		fmt.Fprintln(stderr, "edict work submit: --type is required")
 		fs.Usage()
@@ -185,6 +188,13 @@ func workClaim(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := fs.Parse(args); err != nil {
 		return workParseExit(err)
 	}
+	if !workNoArgs(fs, stderr) {
+		return 2
+	}
+	if *lease < 0 || *wait < 0 {
+		fmt.Fprintln(stderr, "edict work claim: --lease and --wait must not be negative")
+		return 2
+	}
 	req := workitems.ClaimRequest{Worker: *worker, Lanes: workSplitList(*lanes), Types: workSplitList(*types), Lease: *lease, Wait: *wait}
 	for _, s := range workSplitList(*classes) {
 		c, err := priority.Parse(s)
@@ -232,6 +242,9 @@ func workStats(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := fs.Parse(args); err != nil {
 		return workParseExit(err)
 	}
+	if !workNoArgs(fs, stderr) {
+		return 2
+	}
 	nc, cl, ctx, cancel, ok := wf.connect(ctx, stderr)
 	if !ok {
 		return 1
@@ -264,6 +277,9 @@ func workDead(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	replay := fs.String("replay", "", "comma-separated item ids to queue again with fresh attempts")
 	if err := fs.Parse(args); err != nil {
 		return workParseExit(err)
+	}
+	if !workNoArgs(fs, stderr) {
+		return 2
 	}
 	var cls priority.Class
 	if *class != "" {
@@ -299,6 +315,18 @@ func workDead(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	workPrintJSON(stdout, map[string]any{"items": items, "next": next})
 	return 0
+}
+
+// workNoArgs reports, with usage, a positional argument after the flags:
+// the work subcommands take none, and a stray one (say a payload given
+// without --payload) must not be dropped silently while the request runs.
+func workNoArgs(fs *flag.FlagSet, stderr io.Writer) bool {
+	if fs.NArg() == 0 {
+		return true
+	}
+	fmt.Fprintf(stderr, "%s: unexpected argument %q (flags only)\n", fs.Name(), fs.Arg(0))
+	fs.Usage()
+	return false
 }
 
 // workParseExit maps a flag parse error to an exit code: 0 for --help, else 2.
