@@ -80,6 +80,8 @@ type Service struct {
 
 	qmu sync.Mutex
 	q   queueState
+
+	acks ackTracker // +ACKs awaiting JetStream's confirmation
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -155,6 +157,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 			s.cancel()
 		}
 		return nil, err
+	}
+	if err := s.acks.start(s.nc); err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("work: ack confirmations: %w", err)
 	}
 	return s, nil
 }
@@ -309,6 +315,7 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.timers.Wait()
 	s.closePullers()
+	s.acks.stop()
 	return nil
 }
 
