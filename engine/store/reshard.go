@@ -243,14 +243,15 @@ func (s *Store) Reshard(ctx context.Context, graph string, shard int) (from, to 
 	return from, to, nil
 }
 
-// CatalogGet returns graph's catalog entry, ErrNotFound when it has none,
-// or ErrNoCatalog.
+// CatalogGet returns graph's catalog entry, or ErrNotFound when it has none
+// (also when no catalog is attached: every graph then routes by the hash).
 func (s *Store) CatalogGet(ctx context.Context, graph string) (CatalogEntry, error) {
 	if err := checkGraph(graph); err != nil {
 		return CatalogEntry{}, err
 	}
 	if s.cat == nil {
-		return CatalogEntry{}, ErrNoCatalog
+		// No catalog: no graph has an entry; routing is the hash.
+		return CatalogEntry{}, fmt.Errorf("%w: no catalog entry for graph %s (no tenant catalog attached)", ErrNotFound, graph)
 	}
 	a, ok := s.cat.Lookup(graph)
 	if !ok {

@@ -21,6 +21,9 @@ func TestCatalogDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := uint32(7)
+	if _, err := open(t, t.TempDir(), store.Config{Shards: 4}).CatalogGet(ctx, "empty"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("get without a catalog: %v, want ErrNotFound", err)
+	}
 	target := (store.ShardIndex("empty", 4) + 1) % 4
 	if err := s.CatalogAssign(ctx, "empty", target, &node); err != nil {
 		t.Fatal(err)
