@@ -94,7 +94,6 @@ type queueState struct {
 // refreshCounts re-reads every queue's stored count with one Stream.Info
 // and forgets the cached first sequences.
 func (s *Service) refreshCounts(ctx context.Context) error {
-	s.acks.barrier(ctx, nil)
 	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+">"))
 	if err != nil {
 		return fmt.Errorf("work: stream info: %w", err)
@@ -209,7 +208,6 @@ func (s *Service) head(ctx context.Context, p pair) (uint64, error) {
 	if ok {
 		return h, nil
 	}
-	s.acks.barrier(ctx, &p)
 	m, err := s.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(p.subject()))
 	switch {
 	case err == nil:

@@ -40,14 +40,11 @@
 //
 // A claim costs one pull request (CONSUMER.MSG.NEXT, batch 1, on a
 // long-lived reply subscription per consumer) and one record
-// compare-and-set; an ack costs one compare-and-set, after which the +ACK
-// is sent without waiting for JetStream's confirmation. The record is the
-// outcome of an ack: should the +ACK be lost, the redelivery finds the
-// record acked and acknowledges it without handing it out. The
-// confirmations are tracked, and everything that reads JetStream's view of
-// the stored messages (stats, the count refresh, a queue's first sequence)
-// first waits for those outstanding, at most 5 s each, so a stats or claim
-// right after an ack never counts the item as stored. Records this engine wrote are cached with their revision (bounded);
+// compare-and-set; an ack costs one compare-and-set and the confirmed +ACK
+// (confirmed so that a stats or claim right after it no longer counts the
+// item as stored). The record is the outcome of an ack: should the +ACK be
+// lost, the redelivery finds the record acked and acknowledges it without
+// handing it out. Records this engine wrote are cached with their revision (bounded);
 // a stale entry fails its compare-and-set and is re-read, and a copy is
 // only ever acknowledged or terminated on the stored record. Which queues a
 // claim fetches from comes from this engine's stored counts per queue (one

@@ -80,8 +80,6 @@ type Service struct {
 
 	qmu sync.Mutex
 	q   queueState
-
-	acks ackTracker // +ACKs awaiting JetStream's confirmation
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -157,10 +155,6 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 			s.cancel()
 		}
 		return nil, err
-	}
-	if err := s.acks.start(s.nc); err != nil {
-		s.cancel()
-		return nil, fmt.Errorf("work: ack confirmations: %w", err)
 	}
 	return s, nil
 }
@@ -315,7 +309,6 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.timers.Wait()
 	s.closePullers()
-	s.acks.stop()
 	return nil
 }
 

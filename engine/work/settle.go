@@ -65,21 +65,13 @@ func (s *Service) ack(ctx context.Context, req protocol.Request) (any, error) {
 		return nil, fencedOnRace(err)
 	}
 	s.untrack(rec.ID)
-	// The +ACK goes out without waiting for JetStream's confirmation: the
-	// record above is the outcome. Its confirmation is tracked, and stats,
-	// the count refresh and a queue's first-sequence read wait for the
-	// outstanding ones (ackTracker.barrier), so none of them counts the
-	// item as stored after this ack answered.
-	p, ok := pairOfRecord(rec)
-	if ok {
-		if reply != "" {
-			if err := s.acks.send(reply, p); err != nil {
-				s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
-			}
-		}
-		s.removed(p, rec.Seq)
-	} else if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
+	// The +ACK is confirmed (one round trip) so that a stats or claim
+	// that follows the ack no longer sees the item stored.
+	if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
 		s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
+	}
+	if p, ok := pairOfRecord(rec); ok {
+		s.removed(p, rec.Seq)
 	}
 	return struct{}{}, nil
 }

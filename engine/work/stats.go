@@ -18,7 +18,6 @@ func (s *Service) stats(ctx context.Context, req protocol.Request) (any, error) 
 	if err := protocol.Decode(req.Body, &in); err != nil {
 		return nil, err
 	}
-	s.acks.barrier(ctx, nil)
 	stored, err := subjectCounts(ctx, s.stream, SubjectPrefix)
 	if err != nil {
 		return nil, err
