@@ -232,18 +232,30 @@ func (c *Client) Claim(ctx context.Context, r ClaimRequest) (*Claim, error) {
 		return nil, err
 	}
 	c.pacer.RecordAdmitted(cls)
+	cl, err := claimFromReply(rep)
+	if cl != nil {
+		cl.c = c
+	}
+	return cl, err
+}
+
+// claimFromReply validates a claim reply: (nil, nil) for claimed:false, a
+// Claim (without its client) for a complete claimed reply, otherwise an
+// error wrapping ErrBackend.
+func claimFromReply(rep claimReply) (*Claim, error) {
 	if !rep.Claimed {
 		return nil, nil
 	}
 	if rep.ID == "" || rep.Token == "" || rep.Attempt < 1 || rep.MaxAttempts < 1 {
 		return nil, fmt.Errorf("%w: claimed reply without id, token, attempt or max_attempts", ErrBackend)
 	}
-	cl := &Claim{c: c, ID: rep.ID, Type: rep.Type, Tenant: rep.Tenant, Payload: rep.Payload, Attempt: rep.Attempt, MaxAttempts: rep.MaxAttempts, Token: rep.Token}
+	cl := &Claim{ID: rep.ID, Type: rep.Type, Tenant: rep.Tenant, Payload: rep.Payload, Attempt: rep.Attempt, MaxAttempts: rep.MaxAttempts, Token: rep.Token}
+	var err error
 	if cl.Class, err = priority.Parse(rep.Class); err != nil {
-		return nil, fmt.Errorf("%w: class %q", ErrBackend, rep.Class)
+		return nil, fmt.Errorf("%w: class %q", ErrBackend, truncate(rep.Class, 64))
 	}
 	if cl.LeaseExpiresAt, err = time.Parse(time.RFC3339, rep.LeaseExpiresAt); err != nil {
-		return nil, fmt.Errorf("%w: lease_expires_at %q", ErrBackend, rep.LeaseExpiresAt)
+		return nil, fmt.Errorf("%w: lease_expires_at %q", ErrBackend, truncate(rep.LeaseExpiresAt, 64))
 	}
 	return cl, nil
 }
