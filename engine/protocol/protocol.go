@@ -3,13 +3,13 @@ package protocol
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/edictrt/edict/priority"
@@ -127,47 +127,83 @@ func Decode(body []byte, v any) error {
 	return exactKeys(body, v)
 }
 
-// exactKeys rejects a top-level key of body that is not, letter for letter,
-// a JSON field name of the struct v points to: encoding/json matches names
-// in any letter case, so {"ID":..} would otherwise fill "id" silently.
+// exactKeys rejects a key of body that is not, letter for letter, a JSON
+// field name of the struct it decodes into, at every depth (structs, and
+// slices, arrays and pointers of structs): encoding/json matches names in any
+// letter case, so {"ID":..} would otherwise fill "id" silently. Types that
+// decode themselves (json.Unmarshaler, encoding.TextUnmarshaler) and maps are
+// left to their decoder.
 func exactKeys(body []byte, v any) error {
 	t := reflect.TypeOf(v)
-	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+	if t == nil || t.Kind() != reflect.Pointer {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil // null: nothing to check
+	return checkKeys(body, t.Elem(), "")
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func selfDecoding(t reflect.Type) bool {
+	return t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler) ||
+		t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler)
+}
+
+// checkKeys checks raw (already known to decode into t) against t's field
+// names; path names the position for the error text.
+func checkKeys(raw []byte, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	var names []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return BadRequest("malformed request: %v", err)
+	if selfDecoding(t) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil || obj == nil {
+			return nil // null, or a shape the decoder already accepted
 		}
-		key, _ := tok.(string)
-		if names == nil {
-			names = fieldNames(t.Elem(), nil)
+		fields := structFields(t, nil)
+		for key, val := range obj {
+			ft, ok := fields[key]
+			if !ok {
+				return BadRequest("malformed request: json: unknown field %q", path+key)
+			}
+			if err := checkKeys(val, ft, path+key+"."); err != nil {
+				return err
+			}
 		}
-		if !slices.Contains(names, key) {
-			return BadRequest("malformed request: json: unknown field %q", key)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // []byte is base64 text
 		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return BadRequest("malformed request: %v", err)
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil {
+			return nil
+		}
+		for i, e := range elems {
+			if err := checkKeys(e, t.Elem(), fmt.Sprintf("%s%d.", path, i)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// fieldNames appends the JSON names of struct type t's fields, those of
-// untagged embedded structs included.
-func fieldNames(t reflect.Type, names []string) []string {
+// structFields maps the JSON names of struct type t's fields to their
+// types, those of untagged embedded structs included.
+func structFields(t reflect.Type, fields map[string]reflect.Type) map[string]reflect.Type {
+	if fields == nil {
+		fields = map[string]reflect.Type{}
+	}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" && tag == "-" {
+		if tag == "-" {
 			continue
 		}
 		if f.Anonymous && name == "" {
@@ -176,7 +212,7 @@ func fieldNames(t reflect.Type, names []string) []string {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				names = fieldNames(ft, names)
+				structFields(ft, fields)
 				continue
 			}
 		}
@@ -186,9 +222,9 @@ func fieldNames(t reflect.Type, names []string) []string {
 		if name == "" {
 			name = f.Name
 		}
-		names = append(names, name)
+		fields[name] = f.Type
 	}
-	return names
+	return fields
 }
 
 // Caller is who sent an admitted request and the class it was admitted as

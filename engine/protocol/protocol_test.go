@@ -10,12 +10,21 @@ type inner struct {
 	Extra string `json:"extra"`
 }
 
+type op struct {
+	Op string `json:"op"`
+	ID string `json:"id"`
+}
+
 type decodeTarget struct {
 	inner
 	ID     string   `json:"id"`
 	Labels []string `json:"labels,omitempty"`
 	Skip   string   `json:"-"`
 	Plain  int
+	Ops    []op              `json:"ops"`
+	One    *op               `json:"one"`
+	Props  map[string]string `json:"props"`
+	Bytes  []byte            `json:"bytes"`
 }
 
 func TestDecode(t *testing.T) {
@@ -34,6 +43,10 @@ func TestDecode(t *testing.T) {
 		{`{"-":"x"}`, false, "unknown field"},
 		{`{"plain":1}`, false, `unknown field "plain"`},
 		{`{"nope":1}`, false, "unknown field"},
+		{`{"ops":[{"op":"a","id":"x"},{"op":"b"}],"one":{"id":"y"},"props":{"ANY":"case"},"bytes":"AAE="}`, true, ""},
+		{`{"ops":[{"op":"a"},{"Op":"b"}]}`, false, `unknown field "ops.1.Op"`},
+		{`{"one":{"ID":"y"}}`, false, `unknown field "one.ID"`},
+		{`{"ops":null,"one":null}`, true, ""},
 		{`{"id":"a"} {"id":"b"}`, false, "trailing data"},
 		{`{"id":`, false, "malformed"},
 		{`[]`, false, "malformed"},
