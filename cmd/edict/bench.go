@@ -51,18 +51,8 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if helpRequested(args) {
-		fs.SetOutput(stdout)
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "edict bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseCommand(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	testing.Init()
 	for _, bm := range benchmarks() {

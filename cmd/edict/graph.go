@@ -65,6 +65,42 @@ func (c *engineClient) connect() (*nats.Conn, error) {
 
 // helpRequested reports whether args ask for help: "help" as the first
 // argument, or -h, -help or --help before a "--".
+// parseCommand parses the flags of a command that takes no positional
+// arguments. Asked-for help goes to stdout. It returns ok false with the exit
+// code when the command must stop: 0 after help, 2 on bad usage.
+func parseCommand(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	if helpRequested(args) {
+		fs.SetOutput(stdout)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}
+
+// showSubcommandHelp prints usage and the flags to stdout when args is empty
+// or asks for help; handled reports that, with the exit code (2 when no
+// subcommand was given, 0 for asked-for help).
+func showSubcommandHelp(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (code int, handled bool) {
+	if len(args) != 0 && !helpRequested(args) {
+		return 0, false
+	}
+	fs.SetOutput(stdout)
+	fmt.Fprint(stdout, usage)
+	fs.PrintDefaults()
+	if len(args) == 0 {
+		return 2, true
+	}
+	return 0, true
+}
+
 func helpRequested(args []string) bool {
 	if len(args) > 0 && args[0] == "help" {
 		return true
@@ -170,14 +206,8 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	depth := fs.Int("depth", 1, "traverse: hops from ID")
 	limit := fs.Int("limit", 0, "neighbors, traverse: most results (0: the engine's default)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), graphUsage); fs.PrintDefaults() }
-	if len(args) == 0 || helpRequested(args) {
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, graphUsage)
-		fs.PrintDefaults()
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if code, handled := showSubcommandHelp(fs, args, graphUsage, stdout); handled {
+		return code
 	}
 	sub := args[0]
 	pos, err := parseInterspersed(fs, args[1:])

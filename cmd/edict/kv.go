@@ -40,14 +40,8 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl := addEngineClientFlags(fs, true)
 	graph := fs.String("graph", envOr("EDICT_GRAPH", protocol.DefaultGraph), "graph name (env EDICT_GRAPH)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), kvUsage); fs.PrintDefaults() }
-	if len(args) == 0 || helpRequested(args) {
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, kvUsage)
-		fs.PrintDefaults()
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if code, handled := showSubcommandHelp(fs, args, kvUsage, stdout); handled {
+		return code
 	}
 	sub := args[0]
 	pos, err := parseInterspersed(fs, args[1:])

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ import (
 // runMigrateShards rewrites a stopped engine's shard files into a new shard
 // count: edict migrate-shards --data DIR --shards K [--dest DIR].
 func runMigrateShards(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migrate-shards", flag.ContinueOnError)
+	fs := flag.NewFlagSet("edict migrate-shards", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	defData := os.Getenv("EDICT_DATA_DIR")
 	if defData == "" {
@@ -39,19 +38,11 @@ func runMigrateShards(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintln(w, "flags:")
 		fs.PrintDefaults()
 	}
-	if helpRequested(args) {
-		fs.SetOutput(stdout)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	if code, ok := parseCommand(fs, args, stdout, stderr); !ok {
+		if code == 2 && fs.NArg() > 0 {
+			fs.Usage()
 		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "edict migrate-shards: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+		return code
 	}
 	if *shards < 1 || *shards > 64 {
 		fmt.Fprintln(stderr, "edict migrate-shards: --shards K is required, 1..64")

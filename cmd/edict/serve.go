@@ -114,18 +114,8 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if helpRequested(args) {
-		fs.SetOutput(stdout)
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "edict serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseCommand(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
