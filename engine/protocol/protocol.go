@@ -10,7 +10,9 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/edictrt/edict/priority"
 )
@@ -110,12 +112,28 @@ func As(err error) *Error {
 }
 
 // Decode decodes one JSON object from body into v strictly: unknown fields
-// and trailing data are rejected. An empty body decodes as {}. Errors are 400.
+// and trailing data are rejected, and a key must match its field's JSON
+// name letter for letter at every depth. An empty body decodes as {}.
+// Errors are 400.
+//
+// The accepting path is one json.Unmarshal (which also rejects trailing
+// data) and one allocation-free walk of the body's keys; a body it rejects
+// is decoded again the slow way, so the error text is the streaming
+// decoder's (the first unknown field in body order, and so on).
 func Decode(body []byte, v any) error {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
+	if json.Unmarshal(body, v) == nil && exactKeys(body, v) == nil {
+		return nil
+	}
+	return decodeSlow(body, v)
+}
+
+// decodeSlow is Decode by a streaming decoder with unknown fields
+// disallowed; it names the error of a body Decode rejects.
+func decodeSlow(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -129,10 +147,11 @@ func Decode(body []byte, v any) error {
 
 // exactKeys rejects a key of body that is not, letter for letter, a JSON
 // field name of the struct it decodes into, at every depth (structs, and
-// slices, arrays and pointers of structs): encoding/json matches names in any
-// letter case, so {"ID":..} would otherwise fill "id" silently. Types that
-// decode themselves (json.Unmarshaler, encoding.TextUnmarshaler) and maps are
-// left to their decoder.
+// slices, arrays, maps and pointers of structs): encoding/json matches
+// names in any letter case, so {"ID":..} would otherwise fill "id"
+// silently. Types that decode themselves (json.Unmarshaler,
+// encoding.TextUnmarshaler) are left to their decoder. body must be valid
+// JSON that decodes into v.
 func exactKeys(body []byte, v any) error {
 	t := reflect.TypeOf(v)
 	if t == nil || t.Kind() != reflect.Pointer {
@@ -151,46 +170,79 @@ func selfDecoding(t reflect.Type) bool {
 		t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler)
 }
 
-// checkKeys checks raw (already known to decode into t) against t's field
-// names; path names the position for the error text.
+// checkKeys checks raw (valid JSON, already known to decode into t)
+// against t's field names; path names the position for the error text.
 func checkKeys(raw []byte, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if selfDecoding(t) {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Slice, reflect.Array, reflect.Map:
+	default:
+		return nil
+	}
+	info := typeInfoOf(t)
+	if info.self {
 		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil || obj == nil {
-			return nil // null, or a shape the decoder already accepted
-		}
-		fields := structFields(t, nil)
-		for key, val := range obj {
-			ft, ok := fields[key]
+		return eachMember(raw, func(key string, val []byte) error {
+			ft, ok := info.fields[key]
 			if !ok {
 				return BadRequest("malformed request: json: unknown field %q", path+key)
 			}
-			if err := checkKeys(val, ft, path+key+"."); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return nil // []byte is base64 text
-		}
-		var elems []json.RawMessage
-		if json.Unmarshal(raw, &elems) != nil {
+			return checkKeys(val, ft, path+key+".")
+		})
+	case reflect.Map:
+		if !info.deep {
 			return nil
 		}
-		for i, e := range elems {
-			if err := checkKeys(e, t.Elem(), fmt.Sprintf("%s%d.", path, i)); err != nil {
-				return err
-			}
+		return eachMember(raw, func(key string, val []byte) error {
+			return checkKeys(val, t.Elem(), path+key+".")
+		})
+	default: // slice, array
+		if !info.deep {
+			return nil // []byte is base64 text; scalars have no keys
+		}
+		i := 0
+		return eachElement(raw, func(val []byte) error {
+			err := checkKeys(val, t.Elem(), path+strconv.Itoa(i)+".")
+			i++
+			return err
+		})
+	}
+}
+
+// typeInfo is what checkKeys needs of a type, computed once per type.
+type typeInfo struct {
+	self   bool                    // decodes itself
+	fields map[string]reflect.Type // struct: JSON name → field type
+	deep   bool                    // slice, array, map: elements may have keys to check
+}
+
+var typeInfos sync.Map // reflect.Type → *typeInfo
+
+func typeInfoOf(t reflect.Type) *typeInfo {
+	if v, ok := typeInfos.Load(t); ok {
+		return v.(*typeInfo)
+	}
+	info := &typeInfo{self: selfDecoding(t)}
+	switch t.Kind() {
+	case reflect.Struct:
+		info.fields = structFields(t, nil)
+	case reflect.Slice, reflect.Array, reflect.Map:
+		e := t.Elem()
+		for e.Kind() == reflect.Pointer {
+			e = e.Elem()
+		}
+		switch e.Kind() {
+		case reflect.Struct, reflect.Slice, reflect.Array, reflect.Map:
+			info.deep = true
 		}
 	}
-	return nil
+	v, _ := typeInfos.LoadOrStore(t, info)
+	return v.(*typeInfo)
 }
 
 // structFields maps the JSON names of struct type t's fields to their

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -24,6 +26,7 @@ type decodeTarget struct {
 	Ops    []op              `json:"ops"`
 	One    *op               `json:"one"`
 	Props  map[string]string `json:"props"`
+	Nested map[string][]op   `json:"nested"`
 	Bytes  []byte            `json:"bytes"`
 }
 
@@ -50,6 +53,12 @@ func TestDecode(t *testing.T) {
 		{`{"id":"a"} {"id":"b"}`, false, "trailing data"},
 		{`{"id":`, false, "malformed"},
 		{`[]`, false, "malformed"},
+		{`{"nested":{"a":[{"op":"x"}],"B":null}}`, true, ""},
+		{`{"nested":{"a":[{"op":"x"},{"OP":"y"}]}}`, false, `unknown field "nested.a.1.OP"`},
+		{`{"id":"a\"b","one":{"op":"}]{[\\"}}`, true, ""},
+		{` {"ops" : [ {"op" : "a" } , { "id" : "b" } ] } `, true, ""},
+		{`{"i\u0064":"a"}`, true, ""},
+		{`{"\u0049D":"a"}`, false, `unknown field "ID"`},
 	}
 	for _, tt := range tests {
 		var v decodeTarget
@@ -67,18 +76,32 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// FuzzDecode checks that every error is a 400 and that Decode's fast path
+// accepts exactly what the streaming decoder accepts, with the same result.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{}`, `{"id":"a"}`, `{"ID":1}`, `{"extra":"x","labels":[]}`, `nul`, `{"id":"\u0041"}`} {
+	for _, s := range []string{`{}`, `{"id":"a"}`, `{"ID":1}`, `{"extra":"x","labels":[]}`, `nul`, `{"id":"\u0041"}`,
+		`{"ops":[{"op":"a","id":"x"}],"one":{"id":"y"},"props":{"k":"v"},"nested":{"a":[{"op":"b"}]}}`, `{"id":"a"} x`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var v decodeTarget
-		err := Decode(body, &v)
+		var fast, slow decodeTarget
+		err := Decode(body, &fast)
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) || pe.Code != CodeBadRequest {
 				t.Fatalf("Decode error %v is not a 400", err)
 			}
+		}
+		trimmed := bytes.TrimSpace(body)
+		if len(trimmed) == 0 {
+			trimmed = []byte("{}")
+		}
+		serr := decodeSlow(trimmed, &slow)
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("Decode(%q) = %v, streaming decoder = %v", body, err, serr)
+		}
+		if err == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("Decode(%q) = %+v, streaming decoder %+v", body, fast, slow)
 		}
 	})
 }
