@@ -448,16 +448,22 @@ func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg
 			return claimReply{}, takeQuota, s.settleReply(ctx, reply, nakBody(s.cfg.QuotaDelay))
 		}
 		now := s.cfg.Now()
-		rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, now.Add(f.lease)
-		if _, err := s.updateRecord(ctx, rec, rev); err != nil {
-			if errors.Is(err, errRevision) {
-				fresh = true
-				continue
+		// A first delivery of a full lease is granted without a write: see
+		// "Unrecorded grants" below.
+		unrecorded := delivered == 1 && f.lease == s.cfg.Lease && rec.State == stateQueued &&
+			rec.Delivered == 0 && rec.Seq == seq && found
+		rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, now.Add(f.lease).Truncate(time.Millisecond)
+		if !unrecorded {
+			if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+				if errors.Is(err, errRevision) {
+					fresh = true
+					continue
+				}
+				return claimReply{}, takeSkipped, err
 			}
-			return claimReply{}, takeSkipped, err
 		}
 		cls, _ := priority.Parse(rec.Class)
-		s.track(rec, cls)
+		s.track(rec, cls, unrecorded)
 		return claimReply{
 			Claimed:        true,
 			ID:             rec.ID,
@@ -468,7 +474,7 @@ func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg
 			Attempt:        attempt,
 			MaxAttempts:    rec.MaxAttempts,
 			LeaseExpiresAt: formatTime(rec.LeaseUntil),
-			Token:          encodeToken(s.key, grant{ID: rec.ID, Seq: rec.Seq, Delivered: rec.Delivered}),
+			Token:          encodeToken(s.key, grant{ID: rec.ID, Seq: rec.Seq, Delivered: rec.Delivered, LeaseUntil: rec.LeaseUntil.UnixMilli(), Reply: rec.Reply}),
 		}, takeGranted, nil
 	}
 	return claimReply{}, takeSkipped, errRevision
@@ -485,3 +491,30 @@ func attemptOf(delivered, defers uint64) int {
 	}
 	return int(a)
 }
+
+// Unrecorded grants
+//
+// Granting a delivery normally writes the item's record (state leased, the
+// delivery count and its ack reply subject) before the claim is answered:
+// that write fences every older token and lets a restarted engine find the
+// lease. A first delivery (NumDelivered 1) of a full lease (the consumers'
+// AckWait) skips the write, because nothing it would protect against can
+// happen before it:
+//   - no older delivery of that message exists, so there is no older token
+//     to fence;
+//   - every later delivery (the lease ran out, or the delivery was put back)
+//     is granted with a write, which the old token then fails against;
+//   - the token carries the lease expiry and the reply subject under the
+//     engine's HMAC, so any engine (this one after a restart, or another)
+//     settles the delivery from the token while the record still reads
+//     "queued, never delivered" for the token's stream sequence (current in
+//     settle.go), and the settle's own compare-and-set on that record
+//     decides any race with a later delivery's grant;
+//   - JetStream's AckWait is the lease, so no engine timer has to end it.
+//
+// The lease is recorded after RecordAfter (default 1 s) if it is still
+// held, so a task that runs longer is in the bucket as before and a
+// restarted engine counts it against its tenant's quota. What an engine
+// crash loses is the leases younger than that: until they are settled or
+// expire, the restarted engine does not count them in its tenant quotas or
+// in_flight.

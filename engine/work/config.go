@@ -32,6 +32,7 @@ const (
 	MaxTypes           = 256
 	MaxWait            = 30 * time.Second
 	DefaultDedupWindow = time.Hour
+	DefaultRecordAfter = time.Second
 	MinDedupWindow     = 2 * time.Minute // the work stream's Duplicates window
 	DefaultDeadLimit   = 100
 	MaxDeadLimit       = 1000
@@ -71,6 +72,10 @@ type Config struct {
 	// 2 min (the work stream's Duplicates window) and Lease + 1 min (so a
 	// redelivery after a lost ack still finds the item acknowledged).
 	DedupWindow time.Duration
+	// RecordAfter is how long a first delivery's full lease is held before
+	// it is written into the item's record (claim.go, "Unrecorded grants");
+	// zero means 1 s.
+	RecordAfter time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand returns a uniform value in [0, 1) for retry jitter; nil means
@@ -110,6 +115,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 50 * time.Millisecond
+	}
+	if c.RecordAfter <= 0 {
+		c.RecordAfter = DefaultRecordAfter
 	}
 	if c.DedupWindow <= 0 {
 		c.DedupWindow = DefaultDedupWindow

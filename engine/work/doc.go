@@ -20,7 +20,9 @@
 // stream's duplicate window, fences settles (also after an engine restart:
 // the ack reply subject it keeps still reaches JetStream), counts defers and
 // rebuilds the per-tenant lease counts at Open. Every record write is a
-// compare-and-set on the entry's revision, so two engines never both win.
+// compare-and-set on the entry's revision, so two engines never both win; a
+// settle whose compare-and-set loses to a stale cached record runs once more
+// on the stored one.
 // The bucket also holds the 32-byte HMAC key of the lease tokens, so tokens
 // survive a restart.
 //
@@ -39,12 +41,26 @@
 // # The claim and ack path
 //
 // A claim costs one pull request (CONSUMER.MSG.NEXT, batch 1, on a
-// long-lived reply subscription per consumer) and one record
-// compare-and-set; an ack costs one compare-and-set and the confirmed +ACK
-// (confirmed so that a stats or claim right after it no longer counts the
-// item as stored). The record is the outcome of an ack: should the +ACK be
-// lost, the redelivery finds the record acked and acknowledges it without
-// handing it out. Records this engine wrote are cached with their revision (bounded);
+// long-lived reply subscription per consumer). Granting a redelivery or a
+// shortened lease also writes the record; the first delivery of a full
+// lease does not: its token carries the lease expiry and the delivery's
+// reply subject under the HMAC, and the lease is written into the record
+// once it has been held for Config.RecordAfter (default 1 s) and at Close
+// ("Unrecorded grants" in claim.go says why that fences exactly as well,
+// and what an engine crash loses: the youngest leases' tenant-quota and
+// in_flight counts until they end). An ack costs one compare-and-set and
+// the confirmed +ACK (confirmed so that a stats or claim right after it no
+// longer counts the item as stored). The record is the outcome of an ack:
+// should the +ACK be lost, the redelivery finds the record acked and
+// acknowledges it without handing it out.
+//
+// An ack may carry next, a claim filter without wait_ms: after the ack the
+// same request claims the next item (JetStream's +NXT, one request per item
+// for a worker loop instead of two). The reply is {"next": <claim reply>},
+// or {"next_error": {"code","text"}} when the ack succeeded and the claim
+// failed; a bad next is refused before the ack changes anything, and a
+// failed ack claims nothing. The +ACK's confirmation is awaited while the
+// next item is claimed (async.go). Records this engine wrote are cached with their revision (bounded);
 // a stale entry fails its compare-and-set and is re-read, and a copy is
 // only ever acknowledged or terminated on the stored record. Which queues a
 // claim fetches from comes from this engine's stored counts per queue (one
@@ -73,10 +89,11 @@
 // # Tokens and fencing
 //
 // A claim's token is an HMAC-SHA256 over (item id, stream sequence, delivery
-// count). A token that does not decode or verify is a 400; a token whose
-// delivery is no longer the record's current, leased one (the lease expired
-// and the item went to another worker, or it was settled) is a 409
-// "FENCED: stale lease token" and changes nothing.
+// count, lease expiry, the delivery's ack reply subject). A token that does
+// not decode or verify is a 400; a token whose delivery is no longer the
+// item's current, live lease (the lease expired and the item went to
+// another worker, or it was settled) is a 409 "FENCED: stale lease token"
+// and changes nothing.
 //
 // # Concurrency and lifecycle
 //

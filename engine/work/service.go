@@ -43,7 +43,13 @@ type lease struct {
 	typ       string
 	delivered uint64
 	until     time.Time
-	timer     *time.Timer
+	// timer ends a shortened lease, or records an unrecorded grant.
+	timer *time.Timer
+	// unrecorded is an unrecorded grant (claim.go); seq and reply are what
+	// recording it writes.
+	unrecorded bool
+	seq        uint64
+	reply      string
 }
 
 // Service is the work-item service of the engine. It implements
@@ -80,6 +86,8 @@ type Service struct {
 
 	qmu sync.Mutex
 	q   queueState
+
+	ans answers // requests awaited later (async.go)
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -150,10 +158,16 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 	if err := s.refreshCounts(ctx); err != nil {
 		return nil, err
 	}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	if err := s.startAnswers(); err != nil {
+		s.cancel()
+		return nil, err
+	}
 	if err := s.rebuildLeases(ctx); err != nil {
 		if s.cancel != nil {
 			s.cancel()
 		}
+		s.stopAnswers()
 		return nil, err
 	}
 	return s, nil
@@ -270,7 +284,6 @@ func (s *Service) rebuildLeases(ctx context.Context) error {
 			live = append(live, rec)
 		}
 	}
-	s.base, s.cancel = context.WithCancel(context.Background())
 	now := s.cfg.Now()
 	for _, rec := range live {
 		c, err := priority.Parse(rec.Class)
@@ -278,7 +291,7 @@ func (s *Service) rebuildLeases(ctx context.Context) error {
 			continue
 		}
 		if rec.LeaseUntil.After(now) {
-			s.track(rec, c)
+			s.track(rec, c, false)
 			continue
 		}
 		if now.Sub(rec.LeaseUntil) < s.cfg.Lease {
@@ -289,9 +302,9 @@ func (s *Service) rebuildLeases(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the shortened-lease timers and makes Handle answer 503. It
-// does not touch the streams, the bucket or the connection. It is
-// idempotent.
+// Close makes Handle answer 503, stops the lease timers and writes the
+// grants it holds unrecorded into their records (claim.go), within 10 s.
+// It does not touch the streams or the connection. It is idempotent.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -299,16 +312,32 @@ func (s *Service) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, l := range s.leases {
+	type held struct {
+		id        string
+		delivered uint64
+	}
+	var unrecorded []held
+	for id, l := range s.leases {
 		if l.timer != nil && l.timer.Stop() {
 			s.timers.Done()
 		}
 		l.timer = nil
+		if l.unrecorded {
+			unrecorded = append(unrecorded, held{id, l.delivered})
+		}
 	}
 	s.mu.Unlock()
+	// A clean shutdown records the grants it holds unrecorded, so the next
+	// engine rebuilds them; only a crash loses the youngest (claim.go).
+	ctx, cancel := context.WithTimeout(s.base, 10*time.Second)
+	for _, h := range unrecorded {
+		s.recordGrant(ctx, h.id, h.delivered)
+	}
+	cancel()
 	s.cancel()
 	s.timers.Wait()
 	s.closePullers()
+	s.stopAnswers()
 	return nil
 }
 
@@ -395,16 +424,29 @@ func nakBody(delay time.Duration) string {
 }
 
 // track records a live lease, arming an expiry timer when the lease is
-// shorter than the consumers' AckWait.
-func (s *Service) track(rec record, c priority.Class) {
+// shorter than the consumers' AckWait, or the recording timer of an
+// unrecorded grant.
+func (s *Service) track(rec record, c priority.Class, unrecorded bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.leases[rec.ID]; old != nil && old.timer != nil && old.timer.Stop() {
 		s.timers.Done()
 	}
-	l := &lease{tenant: rec.Tenant, class: c, typ: rec.Type, delivered: rec.Delivered, until: rec.LeaseUntil}
+	l := &lease{tenant: rec.Tenant, class: c, typ: rec.Type, delivered: rec.Delivered, until: rec.LeaseUntil,
+		unrecorded: unrecorded, seq: rec.Seq, reply: rec.Reply}
 	s.leases[rec.ID] = l
 	if s.closed {
+		return
+	}
+	if unrecorded {
+		id, delivered := rec.ID, rec.Delivered
+		s.timers.Add(1)
+		l.timer = time.AfterFunc(s.cfg.RecordAfter, func() {
+			defer s.timers.Done()
+			ctx, cancel := context.WithTimeout(s.base, 10*time.Second)
+			defer cancel()
+			s.recordGrant(ctx, id, delivered)
+		})
 		return
 	}
 	if d := rec.LeaseUntil.Sub(s.cfg.Now()); d < s.cfg.Lease {
@@ -415,6 +457,40 @@ func (s *Service) track(rec record, c priority.Class) {
 			s.expire(id, delivered)
 		})
 	}
+}
+
+// recordGrant writes an unrecorded grant that is still held into the
+// item's record (claim.go, "Unrecorded grants").
+func (s *Service) recordGrant(ctx context.Context, id string, delivered uint64) {
+	unlock := s.lock(id)
+	defer unlock()
+	s.mu.Lock()
+	l := s.leases[id]
+	if l == nil || !l.unrecorded || l.delivered != delivered {
+		s.mu.Unlock()
+		return
+	}
+	seq, reply, until := l.seq, l.reply, l.until
+	s.mu.Unlock()
+	if !until.After(s.cfg.Now()) {
+		return
+	}
+	rec, rev, found, err := s.getRecord(ctx, id, false)
+	if err != nil || !found || rec.State != stateQueued || rec.Delivered != 0 || rec.Seq != seq {
+		return // settled, or granted again, meanwhile
+	}
+	rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, until
+	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		if !errors.Is(err, errRevision) {
+			s.cfg.Logger.Warn("work: record grant", "id", id, "err", err)
+		}
+		return
+	}
+	s.mu.Lock()
+	if l := s.leases[id]; l != nil && l.delivered == delivered {
+		l.unrecorded = false
+	}
+	s.mu.Unlock()
 }
 
 // untrack forgets a lease.

@@ -29,11 +29,40 @@ func (s *Service) current(ctx context.Context, token string, fresh bool) (rec re
 		unlock()
 		return record{}, 0, nil, err
 	}
+	if found && g.Delivered == 1 && rec.State == stateQueued && rec.Delivered == 0 && rec.Seq == g.Seq && g.Reply != "" {
+		// An unrecorded grant (claim.go): the record has not seen any
+		// delivery of this copy, so the token's first delivery is the
+		// current one, as the token says. The caller's compare-and-set on
+		// rev loses to any write since.
+		rec.State, rec.Delivered, rec.Reply = stateLeased, g.Delivered, g.Reply
+		rec.LeaseUntil = time.UnixMilli(g.LeaseUntil)
+	}
 	if !found || rec.State != stateLeased || rec.Seq != g.Seq || rec.Delivered != g.Delivered || !rec.LeaseUntil.After(s.cfg.Now()) {
 		unlock()
 		return record{}, 0, nil, protocol.Fenced()
 	}
 	return rec, rev, unlock, nil
+}
+
+// withGrant runs settle on token's current grant with the item's lock
+// held. The grant is read from the cache unless fresh; should settle's
+// compare-and-set lose to a stale cached record (errRevision: another
+// engine changed it since), settle runs once more on the stored record,
+// and losing again is FENCED. Whatever settle does before its
+// compare-and-set must be safe to do twice.
+func (s *Service) withGrant(ctx context.Context, token string, fresh bool, settle func(rec record, rev uint64) error) error {
+	for try := 0; ; try++ {
+		rec, rev, unlock, err := s.current(ctx, token, fresh || try > 0)
+		if err != nil {
+			return err
+		}
+		err = settle(rec, rev)
+		unlock()
+		if errors.Is(err, errRevision) && !fresh && try == 0 {
+			continue
+		}
+		return fencedOnRace(err)
+	}
 }
 
 // fencedOnRace maps a lost compare-and-set to FENCED: someone else changed
@@ -46,34 +75,82 @@ func fencedOnRace(err error) error {
 }
 
 func (s *Service) ack(ctx context.Context, req protocol.Request) (any, error) {
-	var in tokenRequest
+	var in ackRequest
 	if err := protocol.Decode(req.Body, &in); err != nil {
 		return nil, err
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token, false)
+	var next claimFilter
+	if in.Next != nil {
+		// The whole request is checked before the ack changes anything.
+		if in.Next.WaitMS != 0 {
+			return nil, protocol.BadRequest("next.wait_ms is not allowed: an ack with next does not long-poll")
+		}
+		f, err := s.parseClaim(*in.Next)
+		if err != nil {
+			e := protocol.As(err)
+			return nil, &protocol.Error{Code: e.Code, Text: "next: " + e.Text}
+		}
+		next = f
+	}
+	rec, confirm, err := s.ackRecord(ctx, in.Token)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	reply := rec.Reply
-	rec.State, rec.Reply, rec.LeaseUntil = stateAcked, "", time.Time{}
-	// The record first, durably: it is the outcome. Should the ack to
-	// JetStream below be lost, the redelivery finds the item acked (its
-	// record outlives any redelivery, see DedupWindow) and acknowledges it
-	// without handing it out.
-	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
-		return nil, fencedOnRace(err)
+	var out ackReply
+	if in.Next != nil {
+		// Claim the next item while JetStream confirms the +ACK.
+		rep, err := s.claimOnce(ctx, next)
+		if err != nil {
+			e := protocol.As(err)
+			out.NextError = &wireError{Code: e.Code, Text: e.Text}
+		} else {
+			out.Next = &rep
+		}
 	}
-	s.untrack(rec.ID)
-	// The +ACK is confirmed (one round trip) so that a stats or claim
-	// that follows the ack no longer sees the item stored.
-	if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
-		s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
+	// The reply waits for the confirmation, so a stats or claim that
+	// follows it no longer sees the item stored.
+	if confirm != nil {
+		if _, err := s.wait(ctx, confirm); err != nil {
+			s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
+		}
 	}
-	if p, ok := pairOfRecord(rec); ok {
-		s.removed(p, rec.Seq)
+	return out, nil
+}
+
+// ackRecord settles token's delivery as done: the record first, durably
+// (it is the outcome: should the +ACK be lost, the redelivery finds the
+// item acked, its record outliving any redelivery (see DedupWindow), and
+// acknowledges it without handing it out), then the +ACK, sent with a
+// reply for the caller to await. The item's lock is released when it
+// returns. confirm is nil when there was no +ACK to await (a send error
+// is logged: the redelivery is acknowledged on the record).
+func (s *Service) ackRecord(ctx context.Context, token string) (record, *asyncReq, error) {
+	var acked record
+	var reply string
+	err := s.withGrant(ctx, token, false, func(rec record, rev uint64) error {
+		reply = rec.Reply
+		rec.State, rec.Reply, rec.LeaseUntil = stateAcked, "", time.Time{}
+		if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+			return err
+		}
+		acked = rec
+		return nil
+	})
+	if err != nil {
+		return record{}, nil, err
 	}
-	return struct{}{}, nil
+	s.untrack(acked.ID)
+	if p, ok := pairOfRecord(acked); ok {
+		s.removed(p, acked.Seq)
+	}
+	if reply == "" {
+		return acked, nil, nil
+	}
+	confirm, err := s.send(&nats.Msg{Subject: reply, Data: []byte("+ACK")})
+	if err != nil {
+		s.cfg.Logger.Warn("work: ack delivery", "id", acked.ID, "err", err)
+	}
+	return acked, confirm, nil
 }
 
 // retryDelay is RetryBase·2^(attempt−1) capped at RetryMax, times a
@@ -104,37 +181,38 @@ func (s *Service) retry(ctx context.Context, req protocol.Request) (any, error) 
 	if len(in.Error) > 4*MaxReasonLen {
 		return nil, protocol.TooLarge("error text over %d bytes", 4*MaxReasonLen)
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token, false)
+	var out retryReply
+	err := s.withGrant(ctx, in.Token, false, func(rec record, rev uint64) error {
+		attempt := attemptOf(rec.Delivered, rec.Defers)
+		if attempt >= rec.MaxAttempts {
+			it, err := s.itemOf(ctx, rec)
+			if err != nil {
+				return err
+			}
+			if err := s.deadLetter(ctx, rec, rev, it, attempt, "attempts_exhausted", rec.Reply); err != nil {
+				return err
+			}
+			out = retryReply{Dead: true}
+			return nil
+		}
+		delay := s.retryDelay(attempt)
+		next := s.cfg.Now().Add(delay)
+		reply := rec.Reply
+		rec.State, rec.Reply, rec.LeaseUntil = stateQueued, "", time.Time{}
+		if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+			return err
+		}
+		s.untrack(rec.ID)
+		if p, ok := pairOfRecord(rec); ok {
+			s.putBack(p, delay)
+		}
+		out = retryReply{Dead: false, NextAt: formatTime(next)}
+		return s.settleReply(ctx, reply, nakBody(delay))
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	attempt := attemptOf(rec.Delivered, rec.Defers)
-	if attempt >= rec.MaxAttempts {
-		it, err := s.itemOf(ctx, rec)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.deadLetter(ctx, rec, rev, it, attempt, "attempts_exhausted", rec.Reply); err != nil {
-			return nil, fencedOnRace(err)
-		}
-		return retryReply{Dead: true}, nil
-	}
-	delay := s.retryDelay(attempt)
-	next := s.cfg.Now().Add(delay)
-	reply := rec.Reply
-	rec.State, rec.Reply, rec.LeaseUntil = stateQueued, "", time.Time{}
-	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
-		return nil, fencedOnRace(err)
-	}
-	s.untrack(rec.ID)
-	if p, ok := pairOfRecord(rec); ok {
-		s.putBack(p, delay)
-	}
-	if err := s.settleReply(ctx, reply, nakBody(delay)); err != nil {
-		return nil, err
-	}
-	return retryReply{Dead: false, NextAt: formatTime(next)}, nil
+	return out, nil
 }
 
 func (s *Service) deferItem(ctx context.Context, req protocol.Request) (any, error) {
@@ -168,24 +246,22 @@ func (s *Service) deferItem(ctx context.Context, req protocol.Request) (any, err
 	if next.Before(now) {
 		next = now
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token, false)
+	err := s.withGrant(ctx, in.Token, false, func(rec record, rev uint64) error {
+		reply := rec.Reply
+		// The defer count first, durably: the Nak's redelivery then
+		// consumes no attempt.
+		rec.Defers++
+		rec.State, rec.Reply, rec.LeaseUntil = stateQueued, "", time.Time{}
+		if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+			return err
+		}
+		s.untrack(rec.ID)
+		if p, ok := pairOfRecord(rec); ok {
+			s.putBack(p, next.Sub(now))
+		}
+		return s.settleReply(ctx, reply, nakBody(next.Sub(now)))
+	})
 	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	reply := rec.Reply
-	// The defer count first, durably: the Nak's redelivery then consumes
-	// no attempt.
-	rec.Defers++
-	rec.State, rec.Reply, rec.LeaseUntil = stateQueued, "", time.Time{}
-	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
-		return nil, fencedOnRace(err)
-	}
-	s.untrack(rec.ID)
-	if p, ok := pairOfRecord(rec); ok {
-		s.putBack(p, next.Sub(now))
-	}
-	if err := s.settleReply(ctx, reply, nakBody(next.Sub(now))); err != nil {
 		return nil, err
 	}
 	return deferReply{NextAt: formatTime(next)}, nil
@@ -200,23 +276,26 @@ func (s *Service) extend(ctx context.Context, req protocol.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	var out extendReply
 	// Fresh: the +WPI below goes out before the compare-and-set.
-	rec, rev, unlock, err := s.current(ctx, in.Token, true)
+	err = s.withGrant(ctx, in.Token, true, func(rec record, rev uint64) error {
+		// +WPI restarts JetStream's full AckWait.
+		if err := s.settleReply(ctx, rec.Reply, "+WPI"); err != nil {
+			return err
+		}
+		rec.LeaseUntil = s.cfg.Now().Add(d)
+		if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+			return err
+		}
+		cls, _ := priority.Parse(rec.Class)
+		s.track(rec, cls, false)
+		out = extendReply{LeaseExpiresAt: formatTime(rec.LeaseUntil)}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	// +WPI restarts JetStream's full AckWait.
-	if err := s.settleReply(ctx, rec.Reply, "+WPI"); err != nil {
-		return nil, err
-	}
-	rec.LeaseUntil = s.cfg.Now().Add(d)
-	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
-		return nil, fencedOnRace(err)
-	}
-	cls, _ := priority.Parse(rec.Class)
-	s.track(rec, cls)
-	return extendReply{LeaseExpiresAt: formatTime(rec.LeaseUntil)}, nil
+	return out, nil
 }
 
 func (s *Service) deadLetterOp(ctx context.Context, req protocol.Request) (any, error) {
@@ -230,17 +309,17 @@ func (s *Service) deadLetterOp(ctx context.Context, req protocol.Request) (any, 
 	if len(in.Reason) > MaxReasonLen {
 		return nil, protocol.TooLarge("reason over %d bytes", MaxReasonLen)
 	}
-	rec, rev, unlock, err := s.current(ctx, in.Token, false)
+	err := s.withGrant(ctx, in.Token, false, func(rec record, rev uint64) error {
+		it, err := s.itemOf(ctx, rec)
+		if err != nil {
+			return err
+		}
+		// The dead letter's publish is deduplicated by <id>:<seq>, so a
+		// second run after a stale record publishes nothing new.
+		return s.deadLetter(ctx, rec, rev, it, attemptOf(rec.Delivered, rec.Defers), in.Reason, rec.Reply)
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer unlock()
-	it, err := s.itemOf(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.deadLetter(ctx, rec, rev, it, attemptOf(rec.Delivered, rec.Defers), in.Reason, rec.Reply); err != nil {
-		return nil, fencedOnRace(err)
 	}
 	return struct{}{}, nil
 }

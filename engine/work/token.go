@@ -9,18 +9,30 @@ import (
 )
 
 // tokenVersion is the first byte of every token.
-const tokenVersion = 1
+const tokenVersion = 2
 
 // maxIDLen bounds an item id (one KV key token).
 const maxIDLen = 128
 
+// maxReplyLen bounds the ack reply subject a token carries.
+const maxReplyLen = 1024
+
+// maxTokenLen bounds a token's text.
+const maxTokenLen = 2048
+
 var errBadToken = errors.New("work: malformed token")
 
-// grant is what a token identifies: one delivery of one item.
+// grant is what a token identifies: one delivery of one item, with the
+// lease's expiry and the delivery's ack reply subject as the engine granted
+// them. A grant that is not in the item's record yet (see unrecorded
+// grants in claim.go) is settled from these; the HMAC makes them the
+// engine's word, not the worker's.
 type grant struct {
-	ID        string
-	Seq       uint64
-	Delivered uint64
+	ID         string
+	Seq        uint64
+	Delivered  uint64
+	LeaseUntil int64 // Unix milliseconds
+	Reply      string
 }
 
 // tokenMAC computes the HMAC-SHA256 of g under key.
@@ -30,17 +42,22 @@ func tokenMAC(key []byte, g grant) []byte {
 	return m.Sum(nil)
 }
 
-// grantBytes is the signed part of a token: version, seq, delivered, id length, id.
+// grantBytes is the signed part of a token: version, seq, delivered, lease
+// expiry, id length, id, reply length (2 bytes), reply.
 func grantBytes(g grant) []byte {
-	b := make([]byte, 0, 1+8+8+1+len(g.ID))
+	b := make([]byte, 0, 1+8+8+8+1+len(g.ID)+2+len(g.Reply))
 	b = append(b, tokenVersion)
 	b = binary.BigEndian.AppendUint64(b, g.Seq)
 	b = binary.BigEndian.AppendUint64(b, g.Delivered)
+	b = binary.BigEndian.AppendUint64(b, uint64(g.LeaseUntil))
 	b = append(b, byte(len(g.ID)))
-	return append(b, g.ID...)
+	b = append(b, g.ID...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(g.Reply)))
+	return append(b, g.Reply...)
 }
 
 // encodeToken returns the opaque token of g: base64url(grant bytes ‖ mac).
+// g.ID must be a valid id and g.Reply at most maxReplyLen bytes.
 func encodeToken(key []byte, g grant) string {
 	b := grantBytes(g)
 	b = append(b, tokenMAC(key, g)...)
@@ -50,7 +67,7 @@ func encodeToken(key []byte, g grant) string {
 // parseToken decodes a token without verifying it. It never panics on any
 // input.
 func parseToken(s string) (grant, []byte, error) {
-	if len(s) == 0 || len(s) > 512 {
+	if len(s) == 0 || len(s) > maxTokenLen {
 		return grant{}, nil, errBadToken
 	}
 	for i := 0; i < len(s); i++ {
@@ -64,23 +81,30 @@ func parseToken(s string) (grant, []byte, error) {
 	if err != nil {
 		return grant{}, nil, errBadToken
 	}
-	const head = 1 + 8 + 8 + 1
-	if len(b) < head+1+sha256.Size || b[0] != tokenVersion {
+	const head = 1 + 8 + 8 + 8 + 1
+	if len(b) < head || b[0] != tokenVersion {
 		return grant{}, nil, errBadToken
 	}
 	n := int(b[head-1])
-	if n == 0 || n > maxIDLen || len(b) != head+n+sha256.Size {
+	if n == 0 || n > maxIDLen || len(b) < head+n+2 {
+		return grant{}, nil, errBadToken
+	}
+	r := int(binary.BigEndian.Uint16(b[head+n:]))
+	rest := head + n + 2
+	if r > maxReplyLen || len(b) != rest+r+sha256.Size {
 		return grant{}, nil, errBadToken
 	}
 	g := grant{
-		Seq:       binary.BigEndian.Uint64(b[1:9]),
-		Delivered: binary.BigEndian.Uint64(b[9:17]),
-		ID:        string(b[head : head+n]),
+		Seq:        binary.BigEndian.Uint64(b[1:9]),
+		Delivered:  binary.BigEndian.Uint64(b[9:17]),
+		LeaseUntil: int64(binary.BigEndian.Uint64(b[17:25])),
+		ID:         string(b[head : head+n]),
+		Reply:      string(b[rest : rest+r]),
 	}
 	if !validID(g.ID) {
 		return grant{}, nil, errBadToken
 	}
-	return g, b[head+n:], nil
+	return g, b[rest+r:], nil
 }
 
 // verifyToken decodes and authenticates a token.

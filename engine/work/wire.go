@@ -55,6 +55,28 @@ type tokenRequest struct {
 	Token string `json:"token"`
 }
 
+// ackRequest is an ack; with next it also claims the next item, in the
+// same request (without a long poll: next.wait_ms must be absent).
+type ackRequest struct {
+	Token string        `json:"token"`
+	Next  *claimRequest `json:"next,omitempty"`
+}
+
+// ackReply is {} for a plain ack. An ack with next carries the claim's
+// reply in next, or, when the ack succeeded but the claim failed, the
+// claim's error in next_error.
+type ackReply struct {
+	Next      *claimReply `json:"next,omitempty"`
+	NextError *wireError  `json:"next_error,omitempty"`
+}
+
+// wireError is an error inside a reply body: the code and text the error
+// headers would carry.
+type wireError struct {
+	Code int    `json:"code"`
+	Text string `json:"text"`
+}
+
 type retryRequest struct {
 	Token string `json:"token"`
 	Error string `json:"error,omitempty"`
