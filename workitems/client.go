@@ -208,6 +208,25 @@ func (c *Client) Claim(ctx context.Context, r ClaimRequest) (*Claim, error) {
 	if err := c.pacer.RaiseIfPaced(cls); err != nil {
 		return nil, err
 	}
+	body := c.claimBody(r)
+	var rep claimReply
+	err := c.call(ctx, "claim", body, &rep, max(r.Wait, 0))
+	if err != nil {
+		if IsBusyShed(err) {
+			c.pacer.RecordShed(cls)
+		}
+		return nil, err
+	}
+	c.pacer.RecordAdmitted(cls)
+	cl, err := claimFromReply(rep)
+	if cl != nil {
+		cl.c = c
+	}
+	return cl, err
+}
+
+// claimBody is r on the wire.
+func (c *Client) claimBody(r ClaimRequest) claimBody {
 	body := claimBody{Worker: r.Worker, Lanes: r.Lanes, Types: r.Types}
 	if body.Worker == "" {
 		body.Worker = c.cfg.Worker
@@ -223,20 +242,7 @@ func (c *Client) Claim(ctx context.Context, r ClaimRequest) (*Claim, error) {
 	if r.Wait > 0 {
 		body.WaitMS = max(1, r.Wait.Milliseconds())
 	}
-	var rep claimReply
-	err := c.call(ctx, "claim", body, &rep, max(r.Wait, 0))
-	if err != nil {
-		if IsBusyShed(err) {
-			c.pacer.RecordShed(cls)
-		}
-		return nil, err
-	}
-	c.pacer.RecordAdmitted(cls)
-	cl, err := claimFromReply(rep)
-	if cl != nil {
-		cl.c = c
-	}
-	return cl, err
+	return body
 }
 
 // claimFromReply validates a claim reply: (nil, nil) for claimed:false, a

@@ -14,6 +14,18 @@
 // Claim returns (nil, nil) when there is nothing to claim. *Client also
 // satisfies scheduler.Claimer, so a scheduler.Pool can drive it.
 //
+// A worker loop can ack and claim the next item in one engine request, as
+// JetStream's +NXT does, which halves its round trips:
+//
+//	cl, err := c.Claim(ctx, req)
+//	for err == nil && cl != nil {
+//		work(cl)
+//		cl, err = cl.AckNext(ctx, req)
+//	}
+//
+// A *NextError from AckNext means the ack was done and only the next claim
+// failed (paced, or an engine error); any other error is the ack's own.
+//
 // # Idempotent submit
 //
 // Submitting an Item.ID again answers Receipt.Duplicate and queues nothing
