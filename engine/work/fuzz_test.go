@@ -64,6 +64,8 @@ func FuzzHandle(f *testing.F) {
 		{"submit", `{"id":"x","type":"document","class":"hydration","tenant":"t","payload":[1,2],"max_attempts":2}`},
 		{"claim", `{"worker":"w","classes":["interactive"],"lanes":["queries"],"types":["conversation"],"lease_seconds":1,"wait_ms":0}`},
 		{"ack", `{"token":"AQAAAAAAAAABAAAAAAAAAAEBYQ"}`},
+		{"ack", `{"token":"x","next":{"worker":"w","classes":["interactive"],"wait_ms":0}}`},
+		{"ack", `{"token":"x","next":{"worker":"w","wait_ms":5}}`},
 		{"retry", `{"token":"x","error":"e"}`},
 		{"defer", `{"token":"x","delay_ms":5}`},
 		{"extend", `{"token":"x","lease_seconds":1e308}`},
