@@ -1,6 +1,7 @@
 package work
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,7 +115,7 @@ func (s *Service) claim(ctx context.Context, req protocol.Request) (any, error) 
 	}
 	deadline := time.Now().Add(f.wait)
 	for {
-		rep, err := s.claimOnce(ctx, f)
+		rep, err := s.claimOnce(ctx, f, nil)
 		if err != nil || rep.Claimed || f.wait <= 0 {
 			return rep, err
 		}
@@ -208,7 +209,20 @@ const (
 	takeGranted
 )
 
-func (s *Service) claimOnce(ctx context.Context, f claimFilter) (claimReply, error) {
+// ackNext is an acknowledged delivery whose +ACK has not been sent: the
+// claim that follows the ack sends it as "+NXT" when its first fetch is
+// from the same queue (JetStream acks, then answers with that consumer's
+// next message or a no-messages status, so the answer is also the ack's
+// confirmation). sent reports that it went out.
+type ackNext struct {
+	p     pair
+	reply string
+	sent  bool
+}
+
+// claimOnce claims one item for f. nxt, when non-nil, is an ack the first
+// fetch from nxt.p carries.
+func (s *Service) claimOnce(ctx context.Context, f claimFilter, nxt *ackNext) (claimReply, error) {
 	quota := false
 	tried := make(map[pair]bool)
 	for pass := range 2 {
@@ -227,7 +241,7 @@ func (s *Service) claimOnce(ctx context.Context, f claimFilter) (claimReply, err
 		for _, ps := range byClass {
 			for _, p := range ps {
 				tried[p] = true
-				rep, res, err := s.claimFrom(ctx, f, p)
+				rep, res, err := s.claimFrom(ctx, f, p, nxt)
 				if err != nil {
 					return claimReply{}, err
 				}
@@ -248,10 +262,20 @@ func (s *Service) claimOnce(ctx context.Context, f claimFilter) (claimReply, err
 
 // claimFrom takes deliveries from p's consumer until one is granted, the
 // queue has none available, or maxTakesPerQueue were inspected.
-func (s *Service) claimFrom(ctx context.Context, f claimFilter, p pair) (claimReply, takeResult, error) {
+func (s *Service) claimFrom(ctx context.Context, f claimFilter, p pair, nxt *ackNext) (claimReply, takeResult, error) {
 	res := takeSkipped
 	for i := range maxTakesPerQueue {
-		msg, err := s.fetchOne(ctx, p, i == 0 && s.expecting(p))
+		var msg *nats.Msg
+		var err error
+		if nxt != nil && !nxt.sent && nxt.p == p {
+			nxt.sent = true
+			msg, err = s.pull(ctx, p, nxt.reply, pullAckNext, fetchTimeout)
+			if msg == nil && err == nil && i == 0 && s.expecting(p) {
+				msg, err = s.pull(ctx, p, s.pullPrefix+p.consumerName(), pullExpect, expectWait+fetchTimeout)
+			}
+		} else {
+			msg, err = s.fetchOne(ctx, p, i == 0 && s.expecting(p))
+		}
 		if err != nil || msg == nil {
 			return claimReply{}, res, err
 		}
@@ -275,8 +299,11 @@ const expectWait = 20 * time.Millisecond
 const fetchTimeout = 5 * time.Second
 
 var (
-	pullNoWait = []byte(`{"batch":1,"no_wait":true}`)
-	pullExpect = []byte(fmt.Sprintf(`{"batch":1,"expires":%d}`, expectWait.Nanoseconds()))
+	pullNoWait  = []byte(`{"batch":1,"no_wait":true}`)
+	pullExpect  = []byte(fmt.Sprintf(`{"batch":1,"expires":%d}`, expectWait.Nanoseconds()))
+	pullAckNext = []byte(`+NXT {"batch":1,"no_wait":true}`)
+
+	ackNextPrefix = []byte("+NXT")
 )
 
 // fetchOne returns p's consumer's next available delivery, nil when none.
@@ -284,11 +311,12 @@ var (
 // shared reply subscription. With expect it waits up to expectWait when
 // the no-wait pull finds none.
 func (s *Service) fetchOne(ctx context.Context, p pair, expect bool) (*nats.Msg, error) {
-	msg, err := s.pull(ctx, p, pullNoWait, fetchTimeout)
+	next := s.pullPrefix + p.consumerName()
+	msg, err := s.pull(ctx, p, next, pullNoWait, fetchTimeout)
 	if msg != nil || err != nil || !expect {
 		return msg, err
 	}
-	return s.pull(ctx, p, pullExpect, expectWait+fetchTimeout)
+	return s.pull(ctx, p, next, pullExpect, expectWait+fetchTimeout)
 }
 
 // puller is one consumer's pull channel: a long-lived reply subscription
@@ -301,7 +329,10 @@ type puller struct {
 	inbox string
 }
 
-func (s *Service) pull(ctx context.Context, p pair, body []byte, timeout time.Duration) (*nats.Msg, error) {
+// pull sends body to subject (the consumer's next-message API, or a
+// delivery's ack reply for "+NXT") with p's pull inbox as the reply and
+// returns the delivery it answers with, nil for a status.
+func (s *Service) pull(ctx context.Context, p pair, subject string, body []byte, timeout time.Duration) (*nats.Msg, error) {
 	s.mu.Lock()
 	pl := s.pullers[p]
 	if pl == nil {
@@ -320,17 +351,24 @@ func (s *Service) pull(ctx context.Context, p pair, body []byte, timeout time.Du
 		pl.sub = sub
 	}
 	// A delivery left over from a pull whose answer was a stray status is
-	// taken first; stray statuses are dropped.
+	// taken first; stray statuses are dropped. A "+NXT" then goes out as a
+	// confirmed +ACK: its answer would be the next leftover, and the caller
+	// counts on the ack being confirmed when this returns.
 	for {
 		m, err := pl.sub.NextMsg(0)
 		if err != nil {
 			break
 		}
 		if !isStatus(m) {
+			if bytes.HasPrefix(body, ackNextPrefix) {
+				if err := s.settleReply(ctx, subject, "+ACK"); err != nil {
+					s.cfg.Logger.Warn("work: ack delivery", "err", err)
+				}
+			}
 			return m, nil
 		}
 	}
-	if err := s.nc.PublishRequest(s.pullPrefix+p.consumerName(), pl.inbox, body); err != nil {
+	if err := s.nc.PublishRequest(subject, pl.inbox, body); err != nil {
 		return nil, fmt.Errorf("work: fetch %s: %w", p.consumerName(), err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -59,8 +59,11 @@
 // for a worker loop instead of two). The reply is {"next": <claim reply>},
 // or {"next_error": {"code","text"}} when the ack succeeded and the claim
 // failed; a bad next is refused before the ack changes anything, and a
-// failed ack claims nothing. The +ACK's confirmation is awaited while the
-// next item is claimed (async.go). Records this engine wrote are cached with their revision (bounded);
+// failed ack claims nothing. When the next claim's first fetch is from the
+// acked item's own queue, the +ACK goes out as JetStream's "+NXT" on the
+// acked delivery: JetStream acks, then answers with that consumer's next
+// message, so one round trip is both the ack's confirmation and the fetch;
+// otherwise the confirmed +ACK goes on its own. Records this engine wrote are cached with their revision (bounded);
 // a stale entry fails its compare-and-set and is re-read, and a copy is
 // only ever acknowledged or terminated on the stored record. Which queues a
 // claim fetches from comes from this engine's stored counts per queue (one

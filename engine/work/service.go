@@ -86,8 +86,6 @@ type Service struct {
 
 	qmu sync.Mutex
 	q   queueState
-
-	ans answers // requests awaited later (async.go)
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -159,15 +157,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		return nil, err
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
-	if err := s.startAnswers(); err != nil {
-		s.cancel()
-		return nil, err
-	}
 	if err := s.rebuildLeases(ctx); err != nil {
-		if s.cancel != nil {
-			s.cancel()
-		}
-		s.stopAnswers()
+		s.cancel()
 		return nil, err
 	}
 	return s, nil
@@ -337,7 +328,6 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.timers.Wait()
 	s.closePullers()
-	s.stopAnswers()
 	return nil
 }
 

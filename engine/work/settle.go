@@ -92,39 +92,38 @@ func (s *Service) ack(ctx context.Context, req protocol.Request) (any, error) {
 		}
 		next = f
 	}
-	rec, confirm, err := s.ackRecord(ctx, in.Token)
+	rec, reply, err := s.ackRecord(ctx, in.Token)
 	if err != nil {
 		return nil, err
 	}
-	var out ackReply
-	if in.Next != nil {
-		// Claim the next item while JetStream confirms the +ACK.
-		rep, err := s.claimOnce(ctx, next)
-		if err != nil {
-			e := protocol.As(err)
-			out.NextError = &wireError{Code: e.Code, Text: e.Text}
-		} else {
-			out.Next = &rep
-		}
+	if in.Next == nil {
+		s.confirmAck(ctx, rec, reply)
+		return ackReply{}, nil
 	}
-	// The reply waits for the confirmation, so a stats or claim that
-	// follows it no longer sees the item stored.
-	if confirm != nil {
-		if _, err := s.wait(ctx, confirm); err != nil {
-			s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
-		}
+	// The next claim's first fetch from the acked item's queue carries the
+	// +ACK as "+NXT"; when it fetches elsewhere first the +ACK goes alone.
+	var nxt *ackNext
+	if p, ok := pairOfRecord(rec); ok && reply != "" {
+		nxt = &ackNext{p: p, reply: reply}
 	}
-	return out, nil
+	rep, err := s.claimOnce(ctx, next, nxt)
+	if nxt == nil || !nxt.sent {
+		s.confirmAck(ctx, rec, reply)
+	}
+	if err != nil {
+		e := protocol.As(err)
+		return ackReply{NextError: &wireError{Code: e.Code, Text: e.Text}}, nil
+	}
+	return ackReply{Next: &rep}, nil
 }
 
-// ackRecord settles token's delivery as done: the record first, durably
-// (it is the outcome: should the +ACK be lost, the redelivery finds the
-// item acked, its record outliving any redelivery (see DedupWindow), and
-// acknowledges it without handing it out), then the +ACK, sent with a
-// reply for the caller to await. The item's lock is released when it
-// returns. confirm is nil when there was no +ACK to await (a send error
-// is logged: the redelivery is acknowledged on the record).
-func (s *Service) ackRecord(ctx context.Context, token string) (record, *asyncReq, error) {
+// ackRecord settles token's delivery as done in the item's record and
+// returns the record and the delivery's ack reply subject, for the +ACK
+// the caller sends. The record goes first, durably: it is the outcome.
+// Should the +ACK be lost, the redelivery finds the item acked (its record
+// outlives any redelivery, see DedupWindow) and acknowledges it without
+// handing it out. The item's lock is released when it returns.
+func (s *Service) ackRecord(ctx context.Context, token string) (record, string, error) {
 	var acked record
 	var reply string
 	err := s.withGrant(ctx, token, false, func(rec record, rev uint64) error {
@@ -137,20 +136,22 @@ func (s *Service) ackRecord(ctx context.Context, token string) (record, *asyncRe
 		return nil
 	})
 	if err != nil {
-		return record{}, nil, err
+		return record{}, "", err
 	}
 	s.untrack(acked.ID)
 	if p, ok := pairOfRecord(acked); ok {
 		s.removed(p, acked.Seq)
 	}
-	if reply == "" {
-		return acked, nil, nil
+	return acked, reply, nil
+}
+
+// confirmAck sends the +ACK and waits for JetStream's confirmation, so
+// that a stats or claim after the ack's reply no longer sees the item
+// stored. A failure is logged: the record is the outcome.
+func (s *Service) confirmAck(ctx context.Context, rec record, reply string) {
+	if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
+		s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
 	}
-	confirm, err := s.send(&nats.Msg{Subject: reply, Data: []byte("+ACK")})
-	if err != nil {
-		s.cfg.Logger.Warn("work: ack delivery", "id", acked.ID, "err", err)
-	}
-	return acked, confirm, nil
 }
 
 // retryDelay is RetryBase·2^(attempt−1) capped at RetryMax, times a

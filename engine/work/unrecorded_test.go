@@ -173,6 +173,13 @@ func TestAckWithNext(t *testing.T) {
 	if rec := e.storedRecord("n-i1"); rec.State != stateAcked {
 		t.Fatalf("acked record = %+v", rec)
 	}
+	// The next item came from the acked one's queue ("+NXT"): by the reply
+	// JetStream has removed the acked item.
+	var st0 statsReply
+	e.must("stats", map[string]any{}, &st0)
+	if i := st0.Classes["interactive"]; i.Queued != 0 || i.InFlight != 1 {
+		t.Fatalf("stats right after an ack with next = %+v, want 0 queued, 1 in flight", i)
+	}
 	// A stale token with next acks nothing and claims nothing.
 	if err := e.do("ack", map[string]any{"token": c.Token, "next": map[string]any{"worker": "w"}}, nil); codeOf(err) != 409 {
 		t.Fatalf("ack with next of an acked token: %v, want 409", err)
@@ -194,4 +201,27 @@ func TestAckWithNext(t *testing.T) {
 	if len(plain) != 0 {
 		t.Fatalf("plain ack = %v, want {}", plain)
 	}
+}
+
+// An ack with next whose next item is in another queue sends the +ACK on
+// its own.
+func TestAckWithNextOtherQueue(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.submit("q-bg", "codebase", "", nil)
+	c := e.claim(nil)
+	if c.ID != "q-bg" {
+		t.Fatalf("claim = %+v", c)
+	}
+	e.submit("q-int", "conversation", "", nil)
+	var r ackReply
+	e.must("ack", map[string]any{"token": c.Token, "next": map[string]any{"worker": "w"}}, &r)
+	if r.Next == nil || r.Next.ID != "q-int" {
+		t.Fatalf("ack with next = %+v, want the interactive item", r)
+	}
+	var st statsReply
+	e.must("stats", map[string]any{}, &st)
+	if b, i := st.Classes["background_ingestion"], st.Classes["interactive"]; b.Queued != 0 || b.InFlight != 0 || i.InFlight != 1 {
+		t.Fatalf("stats = %+v, want the background item gone and the interactive one in flight", st)
+	}
+	e.must("ack", map[string]any{"token": r.Next.Token}, nil)
 }
