@@ -489,7 +489,7 @@ func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg
 		// A first delivery of a full lease is granted without a write: see
 		// "Unrecorded grants" below.
 		unrecorded := delivered == 1 && f.lease == s.cfg.Lease && rec.State == stateQueued &&
-			rec.Delivered == 0 && rec.Seq == seq && found
+			rec.Delivered == 0 && rec.Seq == seq && found && now.Sub(s.openedAt) >= s.cfg.Lease
 		rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, now.Add(f.lease).Truncate(time.Millisecond)
 		if !unrecorded {
 			if _, err := s.updateRecord(ctx, rec, rev); err != nil {
@@ -556,3 +556,11 @@ func attemptOf(delivered, defers uint64) int {
 // crash loses is the leases younger than that: until they are settled or
 // expire, the restarted engine does not count them in its tenant quotas or
 // in_flight.
+//
+// For one Lease after Open every grant is recorded. A crash of an embedded
+// server can lose a consumer's newest delivered state, and JetStream then
+// delivers those messages again as first deliveries; the grant written
+// for such a delivery carries its own reply subject, which every older
+// token for the same delivery count fails against (current in settle.go
+// compares them), and after one Lease no token from before the restart is
+// live any more.

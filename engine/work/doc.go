@@ -48,7 +48,10 @@
 // once it has been held for Config.RecordAfter (default 1 s) and at Close
 // ("Unrecorded grants" in claim.go says why that fences exactly as well,
 // and what an engine crash loses: the youngest leases' tenant-quota and
-// in_flight counts until they end). An ack costs one compare-and-set and
+// in_flight counts until they end). For one Lease after Open every grant
+// is recorded, and a settle's token must name the record's delivery down
+// to its reply subject, so a delivery JetStream repeats after losing its
+// consumer state in a crash still fences the older token. An ack costs one compare-and-set and
 // the confirmed +ACK (confirmed so that a stats or claim right after it no
 // longer counts the item as stored). The record is the outcome of an ack:
 // should the +ACK be lost, the redelivery finds the record acked and

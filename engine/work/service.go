@@ -86,6 +86,10 @@ type Service struct {
 
 	qmu sync.Mutex
 	q   queueState
+
+	// openedAt is when Open ran; grants are all recorded for one Lease
+	// after it (claim.go, "Unrecorded grants").
+	openedAt time.Time
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -157,6 +161,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		return nil, err
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
+	s.openedAt = cfg.Now()
 	if err := s.rebuildLeases(ctx); err != nil {
 		s.cancel()
 		return nil, err

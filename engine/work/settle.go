@@ -37,7 +37,11 @@ func (s *Service) current(ctx context.Context, token string, fresh bool) (rec re
 		rec.State, rec.Delivered, rec.Reply = stateLeased, g.Delivered, g.Reply
 		rec.LeaseUntil = time.UnixMilli(g.LeaseUntil)
 	}
-	if !found || rec.State != stateLeased || rec.Seq != g.Seq || rec.Delivered != g.Delivered || !rec.LeaseUntil.After(s.cfg.Now()) {
+	// The reply subject names one delivery exactly: a redelivery that
+	// repeats a delivery count (JetStream lost its consumer state in a
+	// crash) still fences the older token.
+	if !found || rec.State != stateLeased || rec.Seq != g.Seq || rec.Delivered != g.Delivered || rec.Reply != g.Reply ||
+		!rec.LeaseUntil.After(s.cfg.Now()) {
 		unlock()
 		return record{}, 0, nil, protocol.Fenced()
 	}

@@ -17,6 +17,14 @@ func (e *env) storedRecord(id string) record {
 	return rec
 }
 
+// warm moves e's service past its first Lease after Open, when every
+// grant is recorded.
+func (e *env) warm(svcs ...*Service) {
+	for _, s := range append(svcs, e.svc) {
+		s.openedAt = s.openedAt.Add(-s.cfg.Lease)
+	}
+}
+
 func (e *env) leaseOf(id string) (lease, bool) {
 	e.svc.mu.Lock()
 	defer e.svc.mu.Unlock()
@@ -29,6 +37,7 @@ func (e *env) leaseOf(id string) (lease, bool) {
 
 func TestUnrecordedGrantIsRecordedWhenHeld(t *testing.T) {
 	e := newEnv(t, Config{RecordAfter: time.Hour}) // the timer never fires here; the test records by hand
+	e.warm()
 	e.submit("u1", "conversation", "", nil)
 	c := e.claim(nil) // the full lease: unrecorded
 	if rec := e.storedRecord("u1"); rec.State != stateQueued || rec.Delivered != 0 {
@@ -87,6 +96,7 @@ func TestUnrecordedGrantExpiresByTheToken(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	e := newEnv(t, Config{Now: clock, RecordAfter: time.Hour})
+	e.warm()
 	e.submit("x1", "conversation", "", nil)
 	c := e.claim(nil)
 	mu.Lock()
@@ -115,6 +125,7 @@ func TestUnrecordedGrantSettledByAnotherEngine(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = other.Close() })
 	first := e.svc
+	e.warm(other)
 
 	e.submit("o1", "conversation", "", nil)
 	e.submit("o2", "conversation", "", nil)
@@ -224,4 +235,32 @@ func TestAckWithNextOtherQueue(t *testing.T) {
 		t.Fatalf("stats = %+v, want the background item gone and the interactive one in flight", st)
 	}
 	e.must("ack", map[string]any{"token": r.Next.Token}, nil)
+}
+
+// For one Lease after Open every grant is recorded, and a recorded grant
+// fences any token whose reply subject is not the record's: JetStream
+// repeats a delivery count after losing its consumer state in a crash.
+func TestGrantsRecordedAfterOpenAndFencedByReply(t *testing.T) {
+	e := newEnv(t, Config{})
+	e.submit("w1", "conversation", "", nil)
+	c := e.claim(nil)
+	rec := e.storedRecord("w1")
+	if rec.State != stateLeased || rec.Delivered != 1 {
+		t.Fatalf("record of a first claim right after Open = %+v, want the grant recorded", rec)
+	}
+	// The same delivery count granted again under another reply subject,
+	// as the record of a repeated first delivery reads.
+	unlock := e.svc.lock("w1")
+	rec, rev, _, err := e.svc.getRecord(t.Context(), "w1", true)
+	if err == nil {
+		rec.Reply += ".again"
+		_, err = e.svc.updateRecord(t.Context(), rec, rev)
+	}
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.do("ack", map[string]any{"token": c.Token}, nil); codeOf(err) != 409 {
+		t.Fatalf("ack of a token whose delivery was granted again: %v, want 409", err)
+	}
 }
