@@ -5,7 +5,7 @@
 // contract through which the service hands an admitted request to the
 // component that serves it (for example the work-item service).
 //
-// The protocol itself is described in DESIGN.md ("Wire protocol"). Every
+// The protocol itself is described in docs/PROTOCOL.md. Every
 // error the engine answers is an [*Error] with an HTTP-like code; its text
 // starts with the documented prefix (BUSY:, FENCED:, TIMEOUT:, …) where the
 // protocol names one, so clients in other languages can match it.

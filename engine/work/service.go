@@ -20,7 +20,7 @@ import (
 // hdrItemID names the item id on a work-stream message.
 const hdrItemID = "Edict-Item-Id"
 
-// ops lists the work operations in DESIGN.md order.
+// opNames lists the work operations in docs/PROTOCOL.md order.
 var opNames = []string{"submit", "claim", "ack", "retry", "defer", "extend", "dead", "dead_list", "dead_replay", "stats"}
 
 // pair is one (class, type) queue with its consumer.

@@ -2,7 +2,7 @@ package work
 
 import "encoding/json"
 
-// Request and reply bodies of the work operations (DESIGN.md, "Work
+// Request and reply bodies of the work operations (docs/PROTOCOL.md, "Work
 // operations"). Field names are part of the protocol.
 
 type submitRequest struct {

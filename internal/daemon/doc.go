@@ -6,7 +6,7 @@
 // Data directory: <data>/engine holds the shard files (store.Open),
 // <data>/jetstream the embedded JetStream store.
 //
-// The embedded NATS server has the two accounts of DESIGN.md (package
+// The embedded NATS server has the two accounts of the README (package
 // embedded): the engine runs in ENGINE with a password generated at each
 // start, so no application can log into it and Nats-Request-Info is
 // trusted; applications connect without credentials as APP. The engine's

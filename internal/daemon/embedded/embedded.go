@@ -49,7 +49,7 @@ type Credentials struct {
 	Password string
 }
 
-// conf is the accounts block of DESIGN.md, with the engine's password
+// conf is the accounts block of the README, with the engine's password
 // substituted.
 const conf = `
 accounts {

@@ -203,7 +203,7 @@ var FloodAdmission = admission.Config{MaxInFlight: 8, PerGraph: 4, ReadReserved:
 // two graphs' writers hold every global permit and every per-graph permit
 // of both graphs and the surplus writers are shed; each writer backs off
 // exponentially after a BUSY (1 ms doubling to 32 ms, jittered, reset on
-// success), as DESIGN.md asks of every retry curve.
+// success), as every retry curve in edict is.
 var IngestFlood = Flood{
 	Graphs:          []string{protocol.DefaultGraph, "ingest"},
 	WritersPerGraph: FloodAdmission.PerGraph + 2,
