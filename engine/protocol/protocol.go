@@ -117,9 +117,10 @@ func As(err error) *Error {
 // Errors are 400.
 //
 // The accepting path is one json.Unmarshal (which also rejects trailing
-// data) and one allocation-free walk of the body's keys; a body it rejects
-// is decoded again the slow way, so the error text is the streaming
-// decoder's (the first unknown field in body order, and so on).
+// data) and one walk of the body's keys that allocates only for escaped
+// keys and the paths of nested objects; a body it rejects is decoded again
+// the slow way, so the error text is the streaming decoder's (the first
+// unknown field in body order, and so on).
 func Decode(body []byte, v any) error {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -187,19 +188,22 @@ func checkKeys(raw []byte, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return eachMember(raw, func(key string, val []byte) error {
-			ft, ok := info.fields[key]
+		return eachMember(raw, func(key, val []byte) error {
+			ft, ok := info.fields[string(key)]
 			if !ok {
-				return BadRequest("malformed request: json: unknown field %q", path+key)
+				return BadRequest("malformed request: json: unknown field %q", path+string(key))
 			}
-			return checkKeys(val, ft, path+key+".")
+			if !hasKeys(ft) {
+				return nil
+			}
+			return checkKeys(val, ft, path+string(key)+".")
 		})
 	case reflect.Map:
 		if !info.deep {
 			return nil
 		}
-		return eachMember(raw, func(key string, val []byte) error {
-			return checkKeys(val, t.Elem(), path+key+".")
+		return eachMember(raw, func(key, val []byte) error {
+			return checkKeys(val, t.Elem(), path+string(key)+".")
 		})
 	default: // slice, array
 		if !info.deep {
@@ -212,6 +216,20 @@ func checkKeys(raw []byte, t reflect.Type, path string) error {
 			return err
 		})
 	}
+}
+
+// hasKeys reports whether a value of type t can hold keys checkKeys checks.
+func hasKeys(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return !typeInfoOf(t).self
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return typeInfoOf(t).deep
+	}
+	return false
 }
 
 // typeInfo is what checkKeys needs of a type, computed once per type.

@@ -7,8 +7,9 @@ import "encoding/json"
 // and array element begins and ends.
 
 // eachMember calls visit with each member of the JSON object raw, in body
-// order. A raw that is not an object (null) has no members.
-func eachMember(raw []byte, visit func(key string, val []byte) error) error {
+// order; key is only valid during the call. A raw that is not an object
+// (null) has no members.
+func eachMember(raw []byte, visit func(key, val []byte) error) error {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil
@@ -58,20 +59,20 @@ func eachElement(raw []byte, visit func(val []byte) error) error {
 	}
 }
 
-// keyText returns a quoted key's text, unescaping it only when it holds an
-// escape.
-func keyText(quoted []byte) string {
+// keyText returns a quoted key's text, unescaping it (which allocates)
+// only when it holds an escape.
+func keyText(quoted []byte) []byte {
 	for _, c := range quoted {
 		if c == '\\' {
 			var s string
 			_ = json.Unmarshal(quoted, &s)
-			return s
+			return []byte(s)
 		}
 	}
 	if len(quoted) < 2 {
-		return ""
+		return nil
 	}
-	return string(quoted[1 : len(quoted)-1])
+	return quoted[1 : len(quoted)-1]
 }
 
 func skipSpace(b []byte, i int) int {

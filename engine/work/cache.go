@@ -91,8 +91,9 @@ type queueState struct {
 	delayed map[pair][]time.Time
 }
 
-// refreshCounts re-reads every queue's stored count with one Stream.Info
-// and forgets the cached first sequences.
+// refreshCounts re-reads every queue's stored count with one Stream.Info,
+// forgets the cached first sequences and takes on the consumers of queues
+// it did not know.
 func (s *Service) refreshCounts(ctx context.Context) error {
 	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(SubjectPrefix+">"))
 	if err != nil {
@@ -109,6 +110,18 @@ func (s *Service) refreshCounts(ctx context.Context) error {
 	s.q.counts = counts
 	clear(s.q.heads)
 	s.qmu.Unlock()
+	// A queue another engine created: take on its consumer, so claims
+	// here see it.
+	for p := range counts {
+		s.mu.Lock()
+		_, known := s.consumers[p]
+		s.mu.Unlock()
+		if !known {
+			if _, err := s.ensureConsumer(ctx, p); err != nil {
+				s.cfg.Logger.Warn("work: consumer of a queue found in the stream", "consumer", p.consumerName(), "err", err)
+			}
+		}
+	}
 	return nil
 }
 

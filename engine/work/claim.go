@@ -1,10 +1,10 @@
 package work
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -209,6 +209,21 @@ const (
 	takeGranted
 )
 
+// firstCandidate returns the queue a claim for f would fetch from first,
+// by this engine's counts (the zero pair when none).
+func (s *Service) firstCandidate(ctx context.Context, f claimFilter) pair {
+	byClass, err := s.candidates(ctx, f, nil)
+	if err != nil {
+		return pair{}
+	}
+	for _, ps := range byClass {
+		if len(ps) > 0 {
+			return ps[0]
+		}
+	}
+	return pair{}
+}
+
 // ackNext is an acknowledged delivery whose +ACK has not been sent: the
 // claim that follows the ack sends it as "+NXT" when its first fetch is
 // from the same queue (JetStream acks, then answers with that consumer's
@@ -220,11 +235,30 @@ type ackNext struct {
 	sent  bool
 }
 
+// countsMaxAge is how old this engine's queue counts may get before a
+// claim re-reads them (cache.go, queueState).
+const countsMaxAge = 250 * time.Millisecond
+
+// countsAge returns how long ago the queue counts were read.
+func (s *Service) countsAge() time.Duration {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return time.Since(s.q.at)
+}
+
 // claimOnce claims one item for f. nxt, when non-nil, is an ack the first
 // fetch from nxt.p carries.
 func (s *Service) claimOnce(ctx context.Context, f claimFilter, nxt *ackNext) (claimReply, error) {
 	quota := false
 	tried := make(map[pair]bool)
+	if s.countsAge() >= countsMaxAge {
+		// Other engines' submits are in the stream, not in this engine's
+		// counts: re-read them now and then, so a higher class queued
+		// elsewhere is not passed over for a lower one known here.
+		if err := s.refreshCounts(ctx); err != nil {
+			return claimReply{}, err
+		}
+	}
 	for pass := range 2 {
 		if pass == 1 {
 			// Nothing found from this engine's counts: re-read them, so an
@@ -268,10 +302,9 @@ func (s *Service) claimFrom(ctx context.Context, f claimFilter, p pair, nxt *ack
 		var msg *nats.Msg
 		var err error
 		if nxt != nil && !nxt.sent && nxt.p == p {
-			nxt.sent = true
-			msg, err = s.pull(ctx, p, nxt.reply, pullAckNext, fetchTimeout)
+			msg, err = s.pull(ctx, p, nxt.reply, pullAckNext, fetchTimeout, nxt)
 			if msg == nil && err == nil && i == 0 && s.expecting(p) {
-				msg, err = s.pull(ctx, p, s.pullPrefix+p.consumerName(), pullExpect, expectWait+fetchTimeout)
+				msg, err = s.pull(ctx, p, s.pullPrefix+p.consumerName(), pullExpect, expectWait+fetchTimeout, nil)
 			}
 		} else {
 			msg, err = s.fetchOne(ctx, p, i == 0 && s.expecting(p))
@@ -302,8 +335,6 @@ var (
 	pullNoWait  = []byte(`{"batch":1,"no_wait":true}`)
 	pullExpect  = []byte(fmt.Sprintf(`{"batch":1,"expires":%d}`, expectWait.Nanoseconds()))
 	pullAckNext = []byte(`+NXT {"batch":1,"no_wait":true}`)
-
-	ackNextPrefix = []byte("+NXT")
 )
 
 // fetchOne returns p's consumer's next available delivery, nil when none.
@@ -312,11 +343,11 @@ var (
 // the no-wait pull finds none.
 func (s *Service) fetchOne(ctx context.Context, p pair, expect bool) (*nats.Msg, error) {
 	next := s.pullPrefix + p.consumerName()
-	msg, err := s.pull(ctx, p, next, pullNoWait, fetchTimeout)
+	msg, err := s.pull(ctx, p, next, pullNoWait, fetchTimeout, nil)
 	if msg != nil || err != nil || !expect {
 		return msg, err
 	}
-	return s.pull(ctx, p, next, pullExpect, expectWait+fetchTimeout)
+	return s.pull(ctx, p, next, pullExpect, expectWait+fetchTimeout, nil)
 }
 
 // puller is one consumer's pull channel: a long-lived reply subscription
@@ -331,8 +362,9 @@ type puller struct {
 
 // pull sends body to subject (the consumer's next-message API, or a
 // delivery's ack reply for "+NXT") with p's pull inbox as the reply and
-// returns the delivery it answers with, nil for a status.
-func (s *Service) pull(ctx context.Context, p pair, subject string, body []byte, timeout time.Duration) (*nats.Msg, error) {
+// returns the delivery it answers with, nil for a status. For a "+NXT",
+// nxt is its ack, marked sent once the ack went out.
+func (s *Service) pull(ctx context.Context, p pair, subject string, body []byte, timeout time.Duration, nxt *ackNext) (*nats.Msg, error) {
 	s.mu.Lock()
 	pl := s.pullers[p]
 	if pl == nil {
@@ -360,16 +392,20 @@ func (s *Service) pull(ctx context.Context, p pair, subject string, body []byte,
 			break
 		}
 		if !isStatus(m) {
-			if bytes.HasPrefix(body, ackNextPrefix) {
+			if nxt != nil {
 				if err := s.settleReply(ctx, subject, "+ACK"); err != nil {
 					s.cfg.Logger.Warn("work: ack delivery", "err", err)
 				}
+				nxt.sent = true
 			}
 			return m, nil
 		}
 	}
 	if err := s.nc.PublishRequest(subject, pl.inbox, body); err != nil {
 		return nil, fmt.Errorf("work: fetch %s: %w", p.consumerName(), err)
+	}
+	if nxt != nil {
+		nxt.sent = true
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -444,6 +480,7 @@ func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg
 				continue
 			}
 		}
+		storedSeq := rec.Seq
 		if rec.Seq == 0 {
 			rec.Seq = seq // the submit that published it has not recorded it yet
 		}
@@ -489,8 +526,9 @@ func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg
 		// A first delivery of a full lease is granted without a write: see
 		// "Unrecorded grants" below.
 		unrecorded := delivered == 1 && f.lease == s.cfg.Lease && rec.State == stateQueued &&
-			rec.Delivered == 0 && rec.Seq == seq && found && now.Sub(s.openedAt) >= s.cfg.Lease
+			rec.Delivered == 0 && storedSeq == seq && found && s.settled(now)
 		rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, now.Add(f.lease).Truncate(time.Millisecond)
+		rec.Nonce = rand.Uint64()
 		if !unrecorded {
 			if _, err := s.updateRecord(ctx, rec, rev); err != nil {
 				if errors.Is(err, errRevision) {
@@ -512,7 +550,8 @@ func (s *Service) take(ctx context.Context, f claimFilter, p pair, msg *nats.Msg
 			Attempt:        attempt,
 			MaxAttempts:    rec.MaxAttempts,
 			LeaseExpiresAt: formatTime(rec.LeaseUntil),
-			Token:          encodeToken(s.key, grant{ID: rec.ID, Seq: rec.Seq, Delivered: rec.Delivered, LeaseUntil: rec.LeaseUntil.UnixMilli(), Reply: rec.Reply}),
+			Token: encodeToken(s.key, grant{ID: rec.ID, Seq: rec.Seq, Delivered: rec.Delivered, Nonce: rec.Nonce,
+				LeaseUntil: rec.LeaseUntil.UnixMilli(), Reply: rec.Reply}),
 		}, takeGranted, nil
 	}
 	return claimReply{}, takeSkipped, errRevision
@@ -557,10 +596,12 @@ func attemptOf(delivered, defers uint64) int {
 // expire, the restarted engine does not count them in its tenant quotas or
 // in_flight.
 //
-// For one Lease after Open every grant is recorded. A crash of an embedded
-// server can lose a consumer's newest delivered state, and JetStream then
-// delivers those messages again as first deliveries; the grant written
-// for such a delivery carries its own reply subject, which every older
-// token for the same delivery count fails against (current in settle.go
-// compares them), and after one Lease no token from before the restart is
-// live any more.
+// Every grant has a random nonce, in its token and, once recorded, in the
+// record; a settle's token must carry the record's. For one Lease after
+// Open, and after the connection finds a different server (a restart, or
+// another node of a cluster), every grant is recorded and the record cache
+// is dropped: a crash of the server can lose a consumer's newest delivered
+// state, and JetStream then delivers those messages again as first
+// deliveries. The grant written for such a delivery has a new nonce, which
+// every older token fails against, and after one Lease no token from
+// before the restart is live any more.

@@ -115,6 +115,7 @@ func (s *Service) replayOne(ctx context.Context, id string) (bool, error) {
 	if _, err := s.ensureConsumer(ctx, p); err != nil {
 		return false, err
 	}
+	dead := rec
 	deadSeq := rec.DeadSeq
 	rec.Replays++
 	rec.State, rec.Seq, rec.Defers, rec.Delivered, rec.Reply = stateQueued, 0, 0, 0, ""
@@ -124,6 +125,11 @@ func (s *Service) replayOne(ctx context.Context, id string) (bool, error) {
 	}
 	ack, err := s.publishItem(ctx, p, storedItem{ID: rec.ID, Type: rec.Type, Class: rec.Class, Tenant: rec.Tenant, Payload: d.Payload, MaxAttempts: rec.MaxAttempts}, msgID(rec))
 	if err != nil {
+		// Not queued: make it a dead letter again, so a later replay can
+		// queue it (the dead letter itself is still stored).
+		if _, rerr := s.updateRecord(ctx, dead, rev); rerr != nil {
+			s.cfg.Logger.Error("work: replay failed and the record could not be restored", "id", id, "err", rerr)
+		}
 		return false, err
 	}
 	rec.Seq = ack.Sequence

@@ -17,7 +17,7 @@ import (
 func FuzzToken(f *testing.F) {
 	key := bytes.Repeat([]byte{7}, 32)
 	f.Add(encodeToken(key, grant{ID: "a", Seq: 1, Delivered: 1}))
-	f.Add(encodeToken(key, grant{ID: "b", Seq: 7, Delivered: 1, LeaseUntil: 1 << 41, Reply: "$JS.ACK.EDICT_WORK.w_ingest_document.1.7.7.1764547200000000000.0"}))
+	f.Add(encodeToken(key, grant{ID: "b", Seq: 7, Delivered: 1, Nonce: 99, LeaseUntil: 1 << 41, Reply: "$JS.ACK.EDICT_WORK.w_ingest_document.1.7.7.1764547200000000000.0"}))
 	f.Add(encodeToken(key, grant{ID: "0123456789abcdef0123456789abcdef", Seq: 1 << 40, Delivered: 3}))
 	f.Add("")
 	f.Add("AQ")
@@ -38,14 +38,14 @@ func FuzzToken(f *testing.F) {
 }
 
 func FuzzTokenRoundTrip(f *testing.F) {
-	f.Add("id-1", uint64(1), uint64(1), int64(1764547200000), "$JS.ACK.EDICT_WORK.w_ingest_document.1.1.1.1764547200000000000.0")
-	f.Add("x", uint64(0), ^uint64(0), int64(-1), "")
-	f.Fuzz(func(t *testing.T, id string, seq, delivered uint64, until int64, reply string) {
+	f.Add("id-1", uint64(1), uint64(1), uint64(7), int64(1764547200000), "$JS.ACK.EDICT_WORK.w_ingest_document.1.1.1.1764547200000000000.0")
+	f.Add("x", uint64(0), ^uint64(0), ^uint64(0), int64(-1), "")
+	f.Fuzz(func(t *testing.T, id string, seq, delivered, nonce uint64, until int64, reply string) {
 		if !validID(id) || len(reply) > maxReplyLen {
 			return
 		}
 		key := bytes.Repeat([]byte{1}, 32)
-		g := grant{ID: id, Seq: seq, Delivered: delivered, LeaseUntil: until, Reply: reply}
+		g := grant{ID: id, Seq: seq, Delivered: delivered, Nonce: nonce, LeaseUntil: until, Reply: reply}
 		got, err := verifyToken(key, encodeToken(key, g))
 		if err != nil || got != g {
 			t.Fatalf("round trip %+v = %+v, %v", g, got, err)

@@ -31,6 +31,8 @@ type record struct {
 	Delivered   uint64 `json:"delivered,omitempty"`
 	Reply       string `json:"reply,omitempty"`
 	State       string `json:"state"`
+	// Nonce names the current grant (random per grant; see grant).
+	Nonce uint64 `json:"nonce,omitempty"`
 	// LeaseUntil is the current lease's expiry (state leased).
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	// Replays counts dead_replay requeues; it names the replayed copy's

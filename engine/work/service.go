@@ -50,6 +50,7 @@ type lease struct {
 	unrecorded bool
 	seq        uint64
 	reply      string
+	nonce      uint64
 }
 
 // Service is the work-item service of the engine. It implements
@@ -87,9 +88,12 @@ type Service struct {
 	qmu sync.Mutex
 	q   queueState
 
-	// openedAt is when Open ran; grants are all recorded for one Lease
-	// after it (claim.go, "Unrecorded grants").
+	// openedAt is when Open ran, or when the connection last found a
+	// different server; grants are all recorded for one Lease after it
+	// (claim.go, "Unrecorded grants"). serverID is that server. Both are
+	// guarded by mu.
 	openedAt time.Time
+	serverID string
 }
 
 var _ protocol.Handler = (*Service)(nil)
@@ -161,7 +165,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		return nil, err
 	}
 	s.base, s.cancel = context.WithCancel(context.Background())
-	s.openedAt = cfg.Now()
+	s.openedAt, s.serverID = cfg.Now(), s.nc.ConnectedServerId()
 	if err := s.rebuildLeases(ctx); err != nil {
 		s.cancel()
 		return nil, err
@@ -428,7 +432,7 @@ func (s *Service) track(rec record, c priority.Class, unrecorded bool) {
 		s.timers.Done()
 	}
 	l := &lease{tenant: rec.Tenant, class: c, typ: rec.Type, delivered: rec.Delivered, until: rec.LeaseUntil,
-		unrecorded: unrecorded, seq: rec.Seq, reply: rec.Reply}
+		unrecorded: unrecorded, seq: rec.Seq, reply: rec.Reply, nonce: rec.Nonce}
 	s.leases[rec.ID] = l
 	if s.closed {
 		return
@@ -454,6 +458,26 @@ func (s *Service) track(rec record, c priority.Class, unrecorded bool) {
 	}
 }
 
+// settled reports whether unrecorded grants may be given at now: one Lease
+// after Open and after the last change of server. A change of server drops
+// the record cache and starts that Lease again.
+func (s *Service) settled(now time.Time) bool {
+	id := s.nc.ConnectedServerId()
+	s.mu.Lock()
+	if id != s.serverID {
+		s.serverID, s.openedAt = id, now
+		s.mu.Unlock()
+		s.cmu.Lock()
+		clear(s.recs)
+		s.cmu.Unlock()
+		s.cfg.Logger.Info("work: connected to another server; recording every grant for one lease", "server", id)
+		return false
+	}
+	ok := now.Sub(s.openedAt) >= s.cfg.Lease
+	s.mu.Unlock()
+	return ok
+}
+
 // recordGrant writes an unrecorded grant that is still held into the
 // item's record (claim.go, "Unrecorded grants").
 func (s *Service) recordGrant(ctx context.Context, id string, delivered uint64) {
@@ -465,16 +489,16 @@ func (s *Service) recordGrant(ctx context.Context, id string, delivered uint64) 
 		s.mu.Unlock()
 		return
 	}
-	seq, reply, until := l.seq, l.reply, l.until
+	seq, reply, until, nonce := l.seq, l.reply, l.until, l.nonce
 	s.mu.Unlock()
 	if !until.After(s.cfg.Now()) {
 		return
 	}
-	rec, rev, found, err := s.getRecord(ctx, id, false)
+	rec, rev, found, err := s.getRecord(ctx, id, true)
 	if err != nil || !found || rec.State != stateQueued || rec.Delivered != 0 || rec.Seq != seq {
 		return // settled, or granted again, meanwhile
 	}
-	rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil = stateLeased, delivered, reply, until
+	rec.State, rec.Delivered, rec.Reply, rec.LeaseUntil, rec.Nonce = stateLeased, delivered, reply, until, nonce
 	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
 		if !errors.Is(err, errRevision) {
 			s.cfg.Logger.Warn("work: record grant", "id", id, "err", err)

@@ -34,13 +34,13 @@ func (s *Service) current(ctx context.Context, token string, fresh bool) (rec re
 		// delivery of this copy, so the token's first delivery is the
 		// current one, as the token says. The caller's compare-and-set on
 		// rev loses to any write since.
-		rec.State, rec.Delivered, rec.Reply = stateLeased, g.Delivered, g.Reply
+		rec.State, rec.Delivered, rec.Reply, rec.Nonce = stateLeased, g.Delivered, g.Reply, g.Nonce
 		rec.LeaseUntil = time.UnixMilli(g.LeaseUntil)
 	}
-	// The reply subject names one delivery exactly: a redelivery that
-	// repeats a delivery count (JetStream lost its consumer state in a
-	// crash) still fences the older token.
-	if !found || rec.State != stateLeased || rec.Seq != g.Seq || rec.Delivered != g.Delivered || rec.Reply != g.Reply ||
+	// The nonce names one grant exactly: a redelivery that repeats a
+	// delivery count (JetStream lost its consumer state in a crash) still
+	// fences the older token.
+	if !found || rec.State != stateLeased || rec.Seq != g.Seq || rec.Delivered != g.Delivered || rec.Nonce != g.Nonce ||
 		!rec.LeaseUntil.After(s.cfg.Now()) {
 		unlock()
 		return record{}, 0, nil, protocol.Fenced()
@@ -49,15 +49,22 @@ func (s *Service) current(ctx context.Context, token string, fresh bool) (rec re
 }
 
 // withGrant runs settle on token's current grant with the item's lock
-// held. The grant is read from the cache unless fresh; should settle's
-// compare-and-set lose to a stale cached record (errRevision: another
-// engine changed it since), settle runs once more on the stored record,
-// and losing again is FENCED. Whatever settle does before its
-// compare-and-set must be safe to do twice.
+// held. The grant is read from the cache unless fresh; when the cached
+// record fences the token, or settle's compare-and-set loses to it
+// (errRevision: another engine changed the record since), the decision is
+// made once more on the stored record, and FENCED or losing again is
+// final. Whatever settle does before its compare-and-set must be safe to
+// do twice.
 func (s *Service) withGrant(ctx context.Context, token string, fresh bool, settle func(rec record, rev uint64) error) error {
 	for try := 0; ; try++ {
 		rec, rev, unlock, err := s.current(ctx, token, fresh || try > 0)
 		if err != nil {
+			var pe *protocol.Error
+			if !fresh && try == 0 && errors.As(err, &pe) && pe.Code == protocol.CodeConflict {
+				// FENCED on the cached record: another engine may have
+				// renewed or re-recorded the grant; decide on the stored one.
+				continue
+			}
 			return err
 		}
 		err = settle(rec, rev)
@@ -104,14 +111,18 @@ func (s *Service) ack(ctx context.Context, req protocol.Request) (any, error) {
 		s.confirmAck(ctx, rec, reply)
 		return ackReply{}, nil
 	}
-	// The next claim's first fetch from the acked item's queue carries the
-	// +ACK as "+NXT"; when it fetches elsewhere first the +ACK goes alone.
+	// When the next claim would fetch from the acked item's queue first,
+	// that fetch carries the +ACK as "+NXT"; otherwise the confirmed +ACK
+	// goes first, alone. Not on a replicated stream: there JetStream
+	// answers +NXT before the ack's removal is replicated.
 	var nxt *ackNext
-	if p, ok := pairOfRecord(rec); ok && reply != "" {
+	if p, ok := pairOfRecord(rec); ok && reply != "" && s.cfg.Replicas <= 1 && s.firstCandidate(ctx, next) == p {
 		nxt = &ackNext{p: p, reply: reply}
+	} else {
+		s.confirmAck(ctx, rec, reply)
 	}
 	rep, err := s.claimOnce(ctx, next, nxt)
-	if nxt == nil || !nxt.sent {
+	if nxt != nil && !nxt.sent {
 		s.confirmAck(ctx, rec, reply)
 	}
 	if err != nil {
@@ -151,10 +162,43 @@ func (s *Service) ackRecord(ctx context.Context, token string) (record, string, 
 
 // confirmAck sends the +ACK and waits for JetStream's confirmation, so
 // that a stats or claim after the ack's reply no longer sees the item
-// stored. A failure is logged: the record is the outcome.
+// stored. On a replicated stream the confirmation comes before the
+// stream's removal of the message is applied, so it also waits (bounded)
+// until the message is gone. A failure is logged: the record is the
+// outcome.
 func (s *Service) confirmAck(ctx context.Context, rec record, reply string) {
 	if err := s.settleReply(ctx, reply, "+ACK"); err != nil {
 		s.cfg.Logger.Warn("work: ack delivery", "id", rec.ID, "err", err)
+		return
+	}
+	if s.cfg.Replicas > 1 {
+		s.awaitRemoved(ctx, rec.Seq)
+	}
+}
+
+// awaitRemoval bounds awaitRemoved.
+const awaitRemoval = 250 * time.Millisecond
+
+// awaitRemoved polls the work stream until message seq is gone, backing
+// off from 1 ms, for at most awaitRemoval: there is no event for "the
+// replicated removal was applied".
+func (s *Service) awaitRemoved(ctx context.Context, seq uint64) {
+	deadline := time.Now().Add(awaitRemoval)
+	for d := time.Millisecond; ; d = min(2*d, 32*time.Millisecond) {
+		if _, err := s.stream.GetMsg(ctx, seq); isNotFound(err) || ctx.Err() != nil {
+			return
+		}
+		if time.Now().Add(d).After(deadline) {
+			s.cfg.Logger.Debug("work: acked message still stored", "seq", seq)
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
 }
 

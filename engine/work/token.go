@@ -17,20 +17,27 @@ const maxIDLen = 128
 // maxReplyLen bounds the ack reply subject a token carries.
 const maxReplyLen = 1024
 
+// tokenHead is the fixed part of a token's bytes before the id: version,
+// seq, delivered, nonce, lease expiry, id length.
+const tokenHead = 1 + 8 + 8 + 8 + 8 + 1
+
 // maxTokenLen bounds a token's text.
 const maxTokenLen = 2048
 
 var errBadToken = errors.New("work: malformed token")
 
-// grant is what a token identifies: one delivery of one item, with the
-// lease's expiry and the delivery's ack reply subject as the engine granted
-// them. A grant that is not in the item's record yet (see unrecorded
-// grants in claim.go) is settled from these; the HMAC makes them the
+// grant is what a token identifies: one grant of one delivery of one item,
+// with the lease's expiry and the delivery's ack reply subject as the
+// engine granted them. Nonce is random per grant, so two grants of the same
+// delivery count (JetStream repeats one after losing consumer state) are
+// told apart. A grant that is not in the item's record yet (see unrecorded
+// grants in claim.go) is settled from these fields; the HMAC makes them the
 // engine's word, not the worker's.
 type grant struct {
 	ID         string
 	Seq        uint64
 	Delivered  uint64
+	Nonce      uint64
 	LeaseUntil int64 // Unix milliseconds
 	Reply      string
 }
@@ -42,13 +49,14 @@ func tokenMAC(key []byte, g grant) []byte {
 	return m.Sum(nil)
 }
 
-// grantBytes is the signed part of a token: version, seq, delivered, lease
-// expiry, id length, id, reply length (2 bytes), reply.
+// grantBytes is the signed part of a token: version, seq, delivered,
+// nonce, lease expiry, id length, id, reply length (2 bytes), reply.
 func grantBytes(g grant) []byte {
-	b := make([]byte, 0, 1+8+8+8+1+len(g.ID)+2+len(g.Reply))
+	b := make([]byte, 0, tokenHead+len(g.ID)+2+len(g.Reply))
 	b = append(b, tokenVersion)
 	b = binary.BigEndian.AppendUint64(b, g.Seq)
 	b = binary.BigEndian.AppendUint64(b, g.Delivered)
+	b = binary.BigEndian.AppendUint64(b, g.Nonce)
 	b = binary.BigEndian.AppendUint64(b, uint64(g.LeaseUntil))
 	b = append(b, byte(len(g.ID)))
 	b = append(b, g.ID...)
@@ -81,7 +89,7 @@ func parseToken(s string) (grant, []byte, error) {
 	if err != nil {
 		return grant{}, nil, errBadToken
 	}
-	const head = 1 + 8 + 8 + 8 + 1
+	const head = tokenHead
 	if len(b) < head || b[0] != tokenVersion {
 		return grant{}, nil, errBadToken
 	}
@@ -97,7 +105,8 @@ func parseToken(s string) (grant, []byte, error) {
 	g := grant{
 		Seq:        binary.BigEndian.Uint64(b[1:9]),
 		Delivered:  binary.BigEndian.Uint64(b[9:17]),
-		LeaseUntil: int64(binary.BigEndian.Uint64(b[17:25])),
+		Nonce:      binary.BigEndian.Uint64(b[17:25]),
+		LeaseUntil: int64(binary.BigEndian.Uint64(b[25:33])),
 		ID:         string(b[head : head+n]),
 		Reply:      string(b[rest : rest+r]),
 	}

@@ -2,9 +2,12 @@ package work
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edictrt/edict/priority"
 )
 
 // storedRecord reads id's record from the bucket, not the cache.
@@ -238,9 +241,9 @@ func TestAckWithNextOtherQueue(t *testing.T) {
 }
 
 // For one Lease after Open every grant is recorded, and a recorded grant
-// fences any token whose reply subject is not the record's: JetStream
-// repeats a delivery count after losing its consumer state in a crash.
-func TestGrantsRecordedAfterOpenAndFencedByReply(t *testing.T) {
+// fences any token whose nonce is not the record's: JetStream repeats a
+// delivery count, even a reply subject, after losing its consumer state.
+func TestGrantsRecordedAfterOpenAndFencedByNonce(t *testing.T) {
 	e := newEnv(t, Config{})
 	e.submit("w1", "conversation", "", nil)
 	c := e.claim(nil)
@@ -248,12 +251,12 @@ func TestGrantsRecordedAfterOpenAndFencedByReply(t *testing.T) {
 	if rec.State != stateLeased || rec.Delivered != 1 {
 		t.Fatalf("record of a first claim right after Open = %+v, want the grant recorded", rec)
 	}
-	// The same delivery count granted again under another reply subject,
-	// as the record of a repeated first delivery reads.
+	// The same delivery, reply subject and all, granted again, as the
+	// record of a repeated first delivery reads.
 	unlock := e.svc.lock("w1")
 	rec, rev, _, err := e.svc.getRecord(t.Context(), "w1", true)
 	if err == nil {
-		rec.Reply += ".again"
+		rec.Nonce++
 		_, err = e.svc.updateRecord(t.Context(), rec, rev)
 	}
 	unlock()
@@ -262,5 +265,146 @@ func TestGrantsRecordedAfterOpenAndFencedByReply(t *testing.T) {
 	}
 	if err := e.do("ack", map[string]any{"token": c.Token}, nil); codeOf(err) != 409 {
 		t.Fatalf("ack of a token whose delivery was granted again: %v, want 409", err)
+	}
+}
+
+// A stale cache must not fence a live lease: the worker extended it through
+// another engine, then acks through this one after the original expiry.
+func TestStaleCacheDoesNotFenceExtendedLease(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	for _, warm := range []bool{false, true} {
+		e := newEnv(t, Config{Now: clock, RecordAfter: time.Hour})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		other, err := Open(ctx, e.js, Config{Now: clock, RecordAfter: time.Hour})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = other.Close() })
+		if warm {
+			e.warm(other)
+		}
+		first := e.svc
+		id := fmt.Sprintf("st-%v", warm)
+		e.submit(id, "conversation", "", nil)
+		c := e.claim(nil) // cached on the first engine
+		mu.Lock()
+		now = now.Add(DefaultLease / 2)
+		mu.Unlock()
+		e.svc = other
+		e.must("extend", map[string]any{"token": c.Token}, nil)
+		mu.Lock()
+		now = now.Add(DefaultLease * 3 / 4) // past the claim's lease, inside the extension
+		mu.Unlock()
+		e.svc = first
+		if err := e.do("ack", map[string]any{"token": c.Token}, nil); err != nil {
+			t.Fatalf("warm=%v: ack of an extended lease on the engine with the stale cache: %v", warm, err)
+		}
+	}
+}
+
+// A claim racing a submit on another engine (the record has no sequence
+// yet) records its grant, so every engine can settle it.
+func TestGrantOfUnsequencedRecordIsRecorded(t *testing.T) {
+	e := newEnv(t, Config{RecordAfter: time.Hour})
+	e.warm()
+	e.submit("seq0", "conversation", "", nil)
+	// Take the record back to "no sequence yet", as between a submit's
+	// publish and its write of the sequence.
+	unlock := e.svc.lock("seq0")
+	rec, rev, _, err := e.svc.getRecord(t.Context(), "seq0", true)
+	if err == nil {
+		rec.Seq = 0
+		_, err = e.svc.updateRecord(t.Context(), rec, rev)
+	}
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.claim(nil)
+	if rec := e.storedRecord("seq0"); rec.State != stateLeased || rec.Seq == 0 {
+		t.Fatalf("record after claiming an unsequenced item = %+v, want the grant recorded with its sequence", rec)
+	}
+	e.must("ack", map[string]any{"token": c.Token}, nil)
+}
+
+// After the connection finds another server, grants are recorded again
+// for one Lease and the record cache is dropped.
+func TestServerChangeRestartsRecording(t *testing.T) {
+	e := newEnv(t, Config{RecordAfter: time.Hour})
+	e.warm()
+	e.svc.mu.Lock()
+	e.svc.serverID = "a server that is gone"
+	e.svc.mu.Unlock()
+	e.submit("sc1", "conversation", "", nil)
+	c := e.claim(nil)
+	if rec := e.storedRecord("sc1"); rec.State != stateLeased {
+		t.Fatalf("record after a claim on a new server = %+v, want the grant recorded", rec)
+	}
+	e.must("ack", map[string]any{"token": c.Token}, nil)
+}
+
+// JetStream delivers a message again as a first delivery after losing the
+// consumer's state (here: the consumer is recreated). An engine in its
+// recording window (after Open or a change of server) records the repeated
+// grant with a new nonce, and the older token is fenced.
+func TestRepeatedFirstDeliveryFencesOlderToken(t *testing.T) {
+	e := newEnv(t, Config{RecordAfter: time.Hour})
+	e.warm()
+	e.submit("r1", "conversation", "", nil)
+	c1 := e.claim(nil)
+	ctx := t.Context()
+	p := pair{priority.Interactive, "conversation"}
+	if err := e.js.DeleteConsumer(ctx, StreamName, p.consumerName()); err != nil {
+		t.Fatal(err)
+	}
+	octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ocancel()
+	restarted, err := Open(octx, e.js, Config{RecordAfter: time.Hour}) // recreates the consumer
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = restarted.Close() })
+	first := e.svc
+	e.svc = restarted
+	if _, err := restarted.ensureConsumer(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	c2 := e.claim(map[string]any{"wait_ms": 5000})
+	if !c2.Claimed || c2.ID != "r1" || c2.Attempt != 1 {
+		t.Fatalf("claim after the consumer lost its state = %+v, want r1 delivered again as attempt 1", c2)
+	}
+	for _, svc := range []*Service{restarted, first} {
+		e.svc = svc
+		if err := e.do("extend", map[string]any{"token": c1.Token}, nil); codeOf(err) != 409 {
+			t.Fatalf("extend of the older token: %v, want 409", err)
+		}
+	}
+	e.must("ack", map[string]any{"token": c2.Token}, nil)
+}
+
+// An item queued through another engine is claimed before a lower class
+// this engine knows of: stale counts are re-read.
+func TestPriorityAcrossEngines(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	other, err := Open(ctx, e.js, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	first := e.svc
+	e.submit("bg", "codebase", "", nil)
+	e.svc = other
+	e.submit("int", "conversation", "", nil)
+	e.svc = first
+	first.qmu.Lock()
+	first.q.at = first.q.at.Add(-countsMaxAge) // as if the counts were read a while ago
+	first.qmu.Unlock()
+	if c := e.claim(nil); c.ID != "int" {
+		t.Fatalf("claim = %s (%s), want the interactive item queued through the other engine", c.ID, c.Class)
 	}
 }
