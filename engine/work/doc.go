@@ -20,9 +20,10 @@
 // stream's duplicate window, fences settles (also after an engine restart:
 // the ack reply subject it keeps still reaches JetStream), counts defers and
 // rebuilds the per-tenant lease counts at Open. Every record write is a
-// compare-and-set on the entry's revision, so two engines never both win; a
-// settle whose compare-and-set loses to a stale cached record runs once more
-// on the stored one.
+// compare-and-set on the entry's revision, so two engines never both win. A
+// settle decides on the cached record first; when that fences the token,
+// or its compare-and-set loses to a stale entry, it decides once more on
+// the stored record.
 // The bucket also holds the 32-byte HMAC key of the lease tokens, so tokens
 // survive a restart.
 //
@@ -45,17 +46,22 @@
 // shortened lease also writes the record; the first delivery of a full
 // lease does not: its token carries the lease expiry and the delivery's
 // reply subject under the HMAC, and the lease is written into the record
-// once it has been held for Config.RecordAfter (default 1 s) and at Close
-// ("Unrecorded grants" in claim.go says why that fences exactly as well,
-// and what an engine crash loses: the youngest leases' tenant-quota and
-// in_flight counts until they end). For one Lease after Open every grant
-// is recorded, and a settle's token must name the record's delivery down
-// to its reply subject, so a delivery JetStream repeats after losing its
-// consumer state in a crash still fences the older token. An ack costs one compare-and-set and
-// the confirmed +ACK (confirmed so that a stats or claim right after it no
-// longer counts the item as stored). The record is the outcome of an ack:
-// should the +ACK be lost, the redelivery finds the record acked and
-// acknowledges it without handing it out.
+// once it has been held for Config.RecordAfter (default 1 s) and at Close.
+// "Unrecorded grants" in claim.go says why that fences exactly as well, and
+// what an engine crash loses: the youngest leases' tenant-quota and
+// in_flight counts until they end. Every grant has a random nonce that a
+// settle's token must match; for one Lease after Open, and after the
+// connection finds another server, every grant is recorded, so a delivery
+// JetStream repeats after losing its consumer state in a crash still
+// fences the older token.
+//
+// An ack costs one compare-and-set and the confirmed +ACK, confirmed so
+// that a stats or claim right after it no longer counts the item as
+// stored; on a replicated stream the ack also waits, up to 250 ms, until
+// the stream's removal of the message is applied, which comes after the
+// confirmation. The record is the outcome of an ack: should the +ACK be
+// lost, the redelivery finds the record acked and acknowledges it without
+// handing it out.
 //
 // An ack may carry next, a claim filter without wait_ms: after the ack the
 // same request claims the next item (JetStream's +NXT, one request per item
@@ -65,17 +71,22 @@
 // failed ack claims nothing. When the next claim's first fetch is from the
 // acked item's own queue, the +ACK goes out as JetStream's "+NXT" on the
 // acked delivery: JetStream acks, then answers with that consumer's next
-// message, so one round trip is both the ack's confirmation and the fetch;
-// otherwise the confirmed +ACK goes on its own. Records this engine wrote are cached with their revision (bounded);
-// a stale entry fails its compare-and-set and is re-read, and a copy is
-// only ever acknowledged or terminated on the stored record. Which queues a
+// message, so one round trip is both the ack's confirmation and the fetch.
+// Otherwise, and always on a replicated stream, the confirmed +ACK goes
+// first, on its own.
+//
+// Records this engine wrote are cached with their revision (bounded); a
+// stale entry fails its compare-and-set and is re-read, and a copy is only
+// ever acknowledged or terminated on the stored record. Which queues a
 // claim fetches from comes from this engine's stored counts per queue (one
 // Stream.Info at Open, kept current by its own publishes and removals) less
-// its live leases and the deliveries it put back with a delay; a claim
-// that would answer empty re-reads the counts with one Stream.Info first,
-// so an item another engine queued is never missed. A pull right after
-// this engine's own publish to the queue waits up to 20 ms when the no-wait
-// pull misses (a consumer learns of a stored message asynchronously).
+// its live leases and the deliveries it put back with a delay. A claim
+// re-reads the counts (one Stream.Info) when they are older than 250 ms
+// and before it would answer empty, so an item another engine queued is
+// never missed and, after at most 250 ms, never passed over for a lower
+// class. A pull right after this engine's own publish to the queue waits up
+// to 20 ms when the no-wait pull misses (a consumer learns of a stored
+// message asynchronously).
 //
 // # Attempts, defer, retry, dead letters
 //
@@ -95,7 +106,9 @@
 // # Tokens and fencing
 //
 // A claim's token is an HMAC-SHA256 over (item id, stream sequence, delivery
-// count, lease expiry, the delivery's ack reply subject). A token that does
+// count, grant nonce, lease expiry, the delivery's ack reply subject).
+// Tokens of an older engine version do not verify (400): drain the workers
+// before an upgrade, or let their leases run out. A token that does
 // not decode or verify is a 400; a token whose delivery is no longer the
 // item's current, live lease (the lease expired and the item went to
 // another worker, or it was settled) is a 409 "FENCED: stale lease token"
