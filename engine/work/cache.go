@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/edictrt/edict/engine/protocol"
 	"github.com/edictrt/edict/priority"
 )
 
@@ -34,6 +35,7 @@ type cachedRec struct {
 // Callers hold the item's stripe lock.
 func (s *Service) getRecord(ctx context.Context, id string, fresh bool) (record, uint64, bool, error) {
 	if !fresh {
+		s.checkServer(s.cfg.Now())
 		s.cmu.Lock()
 		c, ok := s.recs[id]
 		s.cmu.Unlock()
@@ -78,13 +80,15 @@ func (s *Service) cacheDrop(id string) {
 // message counts per (class, type) from one Stream.Info, kept current by
 // this engine's own publishes and removals, and the first stored sequence
 // of a queue when known. It decides which queues a claim fetches from; a
-// claim that would answer empty first re-reads the counts, so another
-// engine's submits are never missed.
+// claim re-reads the counts when they are older than countsMaxAge and
+// before it would answer empty, so another engine's submits are never
+// missed.
 type queueState struct {
-	at     time.Time          // when counts were last read from the stream
-	counts map[pair]int64     // stored messages
-	heads  map[pair]uint64    // first stored sequence; absent: unknown
-	pubAt  map[pair]time.Time // this engine's last publish
+	at         time.Time          // when counts were last read from the stream
+	refreshing bool               // a claim is re-reading them because they aged
+	counts     map[pair]int64     // stored messages
+	heads      map[pair]uint64    // first stored sequence; absent: unknown
+	pubAt      map[pair]time.Time // this engine's last publish
 	// delayed holds, per queue, when the deliveries this engine put back
 	// with a delay (retry, defer, quota) become available again. It is a
 	// hint that saves a fetch, never the mechanism: JetStream redelivers.
@@ -111,15 +115,21 @@ func (s *Service) refreshCounts(ctx context.Context) error {
 	clear(s.q.heads)
 	s.qmu.Unlock()
 	// A queue another engine created: take on its consumer, so claims
-	// here see it.
+	// here see it. A queue whose consumer cannot be made (too many types)
+	// is tried once.
 	for p := range counts {
 		s.mu.Lock()
 		_, known := s.consumers[p]
+		_, failed := s.noConsumer[p]
 		s.mu.Unlock()
-		if !known {
-			if _, err := s.ensureConsumer(ctx, p); err != nil {
-				s.cfg.Logger.Warn("work: consumer of a queue found in the stream", "consumer", p.consumerName(), "err", err)
-			}
+		if known || failed {
+			continue
+		}
+		if _, err := s.ensureConsumer(ctx, p); err != nil {
+			s.cfg.Logger.Warn("work: consumer of a queue found in the stream", "consumer", p.consumerName(), "err", err)
+			s.mu.Lock()
+			s.noConsumer[p] = struct{}{}
+			s.mu.Unlock()
 		}
 	}
 	return nil
@@ -133,7 +143,7 @@ func pairOf(subj, prefix string) (pair, bool) {
 	}
 	cls, typ, ok := strings.Cut(rest, ".")
 	c, err := priority.Parse(cls)
-	if !ok || err != nil || c.String() != cls {
+	if !ok || err != nil || c.String() != cls || !protocol.ValidName(typ) {
 		return pair{}, false
 	}
 	return pair{c, typ}, true

@@ -137,8 +137,8 @@ func (s *Service) claim(ctx context.Context, req protocol.Request) (any, error) 
 // available item, grouped by class in claim order and, within a class,
 // oldest first message first. Queues in skip, and queues whose stored items
 // are all known to be leased or delayed by this engine, are left out. The
-// counts are this engine's (see queueState); claimOnce re-reads them before
-// answering empty.
+// counts are this engine's (see queueState); claimOnce re-reads them when
+// they aged and before answering empty.
 func (s *Service) candidates(ctx context.Context, f claimFilter, skip map[pair]bool) ([][]pair, error) {
 	now := s.cfg.Now()
 	s.mu.Lock()
@@ -239,11 +239,16 @@ type ackNext struct {
 // claim re-reads them (cache.go, queueState).
 const countsMaxAge = 250 * time.Millisecond
 
-// countsAge returns how long ago the queue counts were read.
-func (s *Service) countsAge() time.Duration {
+// claimRefresh reports whether this claim should re-read the aged queue
+// counts; it is true for one claim at a time.
+func (s *Service) claimRefresh() bool {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
-	return time.Since(s.q.at)
+	if s.q.refreshing || time.Since(s.q.at) < countsMaxAge {
+		return false
+	}
+	s.q.refreshing = true
+	return true
 }
 
 // claimOnce claims one item for f. nxt, when non-nil, is an ack the first
@@ -251,16 +256,26 @@ func (s *Service) countsAge() time.Duration {
 func (s *Service) claimOnce(ctx context.Context, f claimFilter, nxt *ackNext) (claimReply, error) {
 	quota := false
 	tried := make(map[pair]bool)
-	if s.countsAge() >= countsMaxAge {
-		// Other engines' submits are in the stream, not in this engine's
-		// counts: re-read them now and then, so a higher class queued
-		// elsewhere is not passed over for a lower one known here.
-		if err := s.refreshCounts(ctx); err != nil {
+	// Other engines' submits are in the stream, not in this engine's
+	// counts: re-read them now and then, so a higher class queued elsewhere
+	// is not passed over for a lower one known here. One claim re-reads;
+	// the others meanwhile go on with the counts they have.
+	refreshed := false
+	if s.claimRefresh() {
+		err := s.refreshCounts(ctx)
+		s.qmu.Lock()
+		s.q.refreshing = false
+		s.qmu.Unlock()
+		if err != nil {
 			return claimReply{}, err
 		}
+		refreshed = true
 	}
 	for pass := range 2 {
 		if pass == 1 {
+			if refreshed {
+				break // the counts pass 0 used were just read
+			}
 			// Nothing found from this engine's counts: re-read them, so an
 			// item another engine queued is not missed, and look at the
 			// queues not tried yet.
@@ -406,6 +421,7 @@ func (s *Service) pull(ctx context.Context, p pair, subject string, body []byte,
 	}
 	if nxt != nil {
 		nxt.sent = true
+		s.ackNexts.Add(1)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -598,9 +614,9 @@ func attemptOf(delivered, defers uint64) int {
 //
 // Every grant has a random nonce, in its token and, once recorded, in the
 // record; a settle's token must carry the record's. For one Lease after
-// Open, and after the connection finds a different server (a restart, or
-// another node of a cluster), every grant is recorded and the record cache
-// is dropped: a crash of the server can lose a consumer's newest delivered
+// Open, and after the connection reaches a different server (a restarted
+// server has a new id; a reconnect may land on another node), every grant
+// is recorded and the record cache is dropped: a crash of the server can lose a consumer's newest delivered
 // state, and JetStream then delivers those messages again as first
 // deliveries. The grant written for such a delivery has a new nonce, which
 // every older token fails against, and after one Lease no token from

@@ -126,8 +126,15 @@ func (s *Service) replayOne(ctx context.Context, id string) (bool, error) {
 	ack, err := s.publishItem(ctx, p, storedItem{ID: rec.ID, Type: rec.Type, Class: rec.Class, Tenant: rec.Tenant, Payload: d.Payload, MaxAttempts: rec.MaxAttempts}, msgID(rec))
 	if err != nil {
 		// Not queued: make it a dead letter again, so a later replay can
-		// queue it (the dead letter itself is still stored).
-		if _, rerr := s.updateRecord(ctx, dead, rev); rerr != nil {
+		// queue it (the dead letter itself is still stored). It keeps the
+		// new replay count: should the publish have been stored after all,
+		// the next replay's message id differs from that copy's, and the
+		// copy is terminated as superseded when it is delivered.
+		dead.Replays = rec.Replays
+		rctx, cancel := context.WithTimeout(s.base, 10*time.Second)
+		_, rerr := s.updateRecord(rctx, dead, rev)
+		cancel()
+		if rerr != nil {
 			s.cfg.Logger.Error("work: replay failed and the record could not be restored", "id", id, "err", rerr)
 		}
 		return false, err

@@ -81,10 +81,11 @@
 // claim fetches from comes from this engine's stored counts per queue (one
 // Stream.Info at Open, kept current by its own publishes and removals) less
 // its live leases and the deliveries it put back with a delay. A claim
-// re-reads the counts (one Stream.Info) when they are older than 250 ms
-// and before it would answer empty, so an item another engine queued is
-// never missed and, after at most 250 ms, never passed over for a lower
-// class. A pull right after this engine's own publish to the queue waits up
+// re-reads the counts (one Stream.Info, one claim at a time) when they are
+// older than 250 ms and before it would answer empty, and takes on the
+// consumers of queues other engines created, so an item another engine
+// queued is never missed and, after at most 250 ms, never passed over for a
+// lower class. A pull right after this engine's own publish to the queue waits up
 // to 20 ms when the no-wait pull misses (a consumer learns of a stored
 // message asynchronously).
 //

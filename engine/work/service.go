@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -78,9 +79,14 @@ type Service struct {
 	mu        sync.Mutex
 	closed    bool
 	consumers map[pair]jetstream.Consumer
-	types     map[string]struct{}
-	leases    map[string]*lease // by item id
-	pullers   map[pair]*puller
+	// ackNexts counts the acks sent as "+NXT" (for tests).
+	ackNexts atomic.Int64
+	// noConsumer holds the queues found in the stream whose consumer could
+	// not be made (refreshCounts tries each once).
+	noConsumer map[pair]struct{}
+	types      map[string]struct{}
+	leases     map[string]*lease // by item id
+	pullers    map[pair]*puller
 
 	cmu  sync.Mutex
 	recs map[string]cachedRec // record cache by item id
@@ -111,6 +117,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Service, er
 		js:         js,
 		nc:         js.Conn(),
 		consumers:  make(map[pair]jetstream.Consumer),
+		noConsumer: make(map[pair]struct{}),
 		types:      make(map[string]struct{}),
 		leases:     make(map[string]*lease),
 		pullers:    make(map[pair]*puller),
@@ -459,23 +466,31 @@ func (s *Service) track(rec record, c priority.Class, unrecorded bool) {
 }
 
 // settled reports whether unrecorded grants may be given at now: one Lease
-// after Open and after the last change of server. A change of server drops
-// the record cache and starts that Lease again.
+// after Open and after the last change of server (checkServer).
 func (s *Service) settled(now time.Time) bool {
+	s.checkServer(now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now.Sub(s.openedAt) >= s.cfg.Lease
+}
+
+// checkServer notices that the connection now reaches a different server
+// than before (a restarted server has a new id; a reconnect may land on
+// another node of a cluster): it drops the record cache and starts the
+// recording window again, since that server may have lost state.
+func (s *Service) checkServer(now time.Time) {
 	id := s.nc.ConnectedServerId()
 	s.mu.Lock()
-	if id != s.serverID {
-		s.serverID, s.openedAt = id, now
+	if id == s.serverID {
 		s.mu.Unlock()
-		s.cmu.Lock()
-		clear(s.recs)
-		s.cmu.Unlock()
-		s.cfg.Logger.Info("work: connected to another server; recording every grant for one lease", "server", id)
-		return false
+		return
 	}
-	ok := now.Sub(s.openedAt) >= s.cfg.Lease
+	s.serverID, s.openedAt = id, now
 	s.mu.Unlock()
-	return ok
+	s.cmu.Lock()
+	clear(s.recs)
+	s.cmu.Unlock()
+	s.cfg.Logger.Info("work: connected to another server; recording every grant for one lease", "server", id)
 }
 
 // recordGrant writes an unrecorded grant that is still held into the

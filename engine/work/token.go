@@ -9,7 +9,7 @@ import (
 )
 
 // tokenVersion is the first byte of every token.
-const tokenVersion = 2
+const tokenVersion = 3
 
 // maxIDLen bounds an item id (one KV key token).
 const maxIDLen = 128

@@ -24,7 +24,9 @@ func (e *env) storedRecord(id string) record {
 // grant is recorded.
 func (e *env) warm(svcs ...*Service) {
 	for _, s := range append(svcs, e.svc) {
+		s.mu.Lock()
 		s.openedAt = s.openedAt.Add(-s.cfg.Lease)
+		s.mu.Unlock()
 	}
 }
 
@@ -189,6 +191,9 @@ func TestAckWithNext(t *testing.T) {
 	}
 	// The next item came from the acked one's queue ("+NXT"): by the reply
 	// JetStream has removed the acked item.
+	if n := e.svc.ackNexts.Load(); n != 1 {
+		t.Fatalf("acks sent as +NXT = %d, want 1", n)
+	}
 	var st0 statsReply
 	e.must("stats", map[string]any{}, &st0)
 	if i := st0.Classes["interactive"]; i.Queued != 0 || i.InFlight != 1 {
@@ -231,6 +236,9 @@ func TestAckWithNextOtherQueue(t *testing.T) {
 	e.must("ack", map[string]any{"token": c.Token, "next": map[string]any{"worker": "w"}}, &r)
 	if r.Next == nil || r.Next.ID != "q-int" {
 		t.Fatalf("ack with next = %+v, want the interactive item", r)
+	}
+	if n := e.svc.ackNexts.Load(); n != 0 {
+		t.Fatalf("acks sent as +NXT = %d, want 0 (the next item is in another queue)", n)
 	}
 	var st statsReply
 	e.must("stats", map[string]any{}, &st)
@@ -335,13 +343,33 @@ func TestGrantOfUnsequencedRecordIsRecorded(t *testing.T) {
 func TestServerChangeRestartsRecording(t *testing.T) {
 	e := newEnv(t, Config{RecordAfter: time.Hour})
 	e.warm()
+	e.submit("sc1", "conversation", "", nil)
+	e.svc.cmu.Lock()
+	cached := len(e.svc.recs)
+	e.svc.cmu.Unlock()
+	if cached == 0 {
+		t.Fatal("submit cached nothing")
+	}
 	e.svc.mu.Lock()
 	e.svc.serverID = "a server that is gone"
 	e.svc.mu.Unlock()
-	e.submit("sc1", "conversation", "", nil)
+	before := time.Now()
+	e.svc.checkServer(time.Now())
+	e.svc.cmu.Lock()
+	cached = len(e.svc.recs)
+	e.svc.cmu.Unlock()
+	if cached != 0 {
+		t.Fatalf("%d records still cached after a change of server", cached)
+	}
 	c := e.claim(nil)
 	if rec := e.storedRecord("sc1"); rec.State != stateLeased {
 		t.Fatalf("record after a claim on a new server = %+v, want the grant recorded", rec)
+	}
+	e.svc.mu.Lock()
+	opened := e.svc.openedAt
+	e.svc.mu.Unlock()
+	if opened.Before(before) {
+		t.Fatalf("recording window starts %v, before the change of server at %v", opened, before)
 	}
 	e.must("ack", map[string]any{"token": c.Token}, nil)
 }
@@ -376,11 +404,15 @@ func TestRepeatedFirstDeliveryFencesOlderToken(t *testing.T) {
 	if !c2.Claimed || c2.ID != "r1" || c2.Attempt != 1 {
 		t.Fatalf("claim after the consumer lost its state = %+v, want r1 delivered again as attempt 1", c2)
 	}
-	for _, svc := range []*Service{restarted, first} {
-		e.svc = svc
-		if err := e.do("extend", map[string]any{"token": c1.Token}, nil); codeOf(err) != 409 {
-			t.Fatalf("extend of the older token: %v, want 409", err)
-		}
+	// On the engine that granted it (its cache still holds the first
+	// grant) and on the one that granted it again.
+	e.svc = first
+	if err := e.do("ack", map[string]any{"token": c1.Token}, nil); codeOf(err) != 409 {
+		t.Fatalf("ack of the older token on its own engine: %v, want 409", err)
+	}
+	e.svc = restarted
+	if err := e.do("extend", map[string]any{"token": c1.Token}, nil); codeOf(err) != 409 {
+		t.Fatalf("extend of the older token: %v, want 409", err)
 	}
 	e.must("ack", map[string]any{"token": c2.Token}, nil)
 }

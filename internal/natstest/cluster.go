@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,8 +14,10 @@ import (
 )
 
 // RunCluster starts an n-node JetStream cluster on loopback, each node with
-// its own temporary store, and waits until JetStream has a meta leader. The
-// nodes shut down when the test ends.
+// its own temporary store, and waits until JetStream can place an n-replica
+// stream. The nodes shut down when the test ends. The route ports are free
+// ports found just before the start (another process could take one in
+// between; the start then fails).
 func RunCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
 	ports := make([]int, n)
@@ -52,8 +55,9 @@ func RunCluster(t testing.TB, n int) []*server.Server {
 			t.Fatal("natstest: cluster server not ready within 10s")
 		}
 	}
-	// JetStream answers its API only once the nodes have elected a meta
-	// leader; poll its account info until it does.
+	// JetStream answers only once the nodes have elected a meta leader, and
+	// places an n-replica stream only once the leader knows every peer:
+	// poll by creating (and removing) one until it works.
 	nc, err := nats.Connect(srvs[0].ClientURL())
 	if err != nil {
 		t.Fatalf("natstest: connect: %v", err)
@@ -63,12 +67,19 @@ func RunCluster(t testing.TB, n int) []*server.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := js.AccountInfo(t.Context()); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // one try
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSTEST_READY", Subjects: []string{"natstest.ready"}, Replicas: n, Storage: jetstream.MemoryStorage})
+		if err == nil {
+			err = js.DeleteStream(ctx, "NATSTEST_READY")
+		}
+		cancel()
+		if err == nil {
 			return srvs
-		} else if time.Now().After(deadline) {
-			t.Fatalf("natstest: cluster JetStream not ready within 20s: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("natstest: cluster JetStream not ready within 30s: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond) // no event to wait on: the meta leader election
 	}
