@@ -236,7 +236,7 @@ func (s *Service) retry(ctx context.Context, req protocol.Request) (any, error) 
 		if attempt >= rec.MaxAttempts {
 			it, err := s.itemOf(ctx, rec)
 			if err != nil {
-				return err
+				return goneAsRace(err)
 			}
 			if err := s.deadLetter(ctx, rec, rev, it, attempt, "attempts_exhausted", rec.Reply); err != nil {
 				return err
@@ -361,16 +361,26 @@ func (s *Service) deadLetterOp(ctx context.Context, req protocol.Request) (any, 
 	err := s.withGrant(ctx, in.Token, false, func(rec record, rev uint64) error {
 		it, err := s.itemOf(ctx, rec)
 		if err != nil {
-			return err
+			return goneAsRace(err)
 		}
-		// The dead letter's publish is deduplicated by <id>:<seq>, so a
-		// second run after a stale record publishes nothing new.
+		// A run that loses to a stale record takes its dead letter back
+		// (deadLetter), so a second run leaves one.
 		return s.deadLetter(ctx, rec, rev, it, attemptOf(rec.Delivered, rec.Defers), in.Reason, rec.Reply)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
+}
+
+// goneAsRace maps a work-stream copy that is gone to errRevision: the
+// item was settled since the record was read, so the decision is made
+// again on the stored record (withGrant).
+func goneAsRace(err error) error {
+	if isNotFound(err) {
+		return errRevision
+	}
+	return err
 }
 
 // itemOf reads the item's current copy from the work stream.
@@ -387,7 +397,8 @@ func (s *Service) itemOf(ctx context.Context, rec record) (storedItem, error) {
 }
 
 // deadLetter moves an item to EDICT_WORK_DEAD: the dead letter first
-// (deduplicated by <id>:<seq>), then the record, then the delivery's Term.
+// (deduplicated by <id>:<seq>:<record revision>), then the record, then
+// the delivery's Term.
 func (s *Service) deadLetter(ctx context.Context, rec record, rev uint64, it storedItem, attempts int, reason, reply string) error {
 	cls, err := priority.Parse(rec.Class)
 	if err != nil {
@@ -399,13 +410,23 @@ func (s *Service) deadLetter(ctx context.Context, rec record, rev uint64, it sto
 	}
 	msg := nats.NewMsg(pair{cls, rec.Type}.deadSubject())
 	msg.Data = b
-	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(fmt.Sprintf("%s:%d", rec.ID, rec.Seq)), jetstream.WithExpectStream(DeadStreamName))
+	// Deduplicated per record revision: the same attempt after a crash
+	// finds its dead letter again; one that lost to a newer record makes
+	// its own.
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(fmt.Sprintf("%s:%d:%d", rec.ID, rec.Seq, rev)), jetstream.WithExpectStream(DeadStreamName))
 	if err != nil {
 		return fmt.Errorf("work: dead-letter %s: %w", rec.ID, err)
 	}
 	rec.State, rec.Reply, rec.LeaseUntil = stateDead, "", time.Time{}
 	rec.DeadSeq, rec.Attempts = ack.Sequence, attempts
 	if _, err := s.updateRecord(ctx, rec, rev); err != nil {
+		// Not dead after all (the record changed): take the dead letter
+		// back, so dead_list does not show a live item.
+		dctx, cancel := context.WithTimeout(s.base, 10*time.Second)
+		if derr := s.dead.DeleteMsg(dctx, ack.Sequence); derr != nil && !errors.Is(derr, jetstream.ErrMsgNotFound) {
+			s.cfg.Logger.Warn("work: remove the dead letter of an item that is not dead", "id", rec.ID, "err", derr)
+		}
+		cancel()
 		return err
 	}
 	s.untrack(rec.ID)

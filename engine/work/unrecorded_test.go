@@ -440,3 +440,37 @@ func TestPriorityAcrossEngines(t *testing.T) {
 		t.Fatalf("claim = %s (%s), want the interactive item queued through the other engine", c.ID, c.Class)
 	}
 }
+
+// A dead-letter request decided on a stale cached record leaves no stray
+// dead letter: not when it then succeeds on the stored record, not when
+// the stored record fences it.
+func TestNoStrayDeadLetterFromStaleCache(t *testing.T) {
+	e := newEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	other, err := Open(ctx, e.js, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	first := e.svc
+
+	e.submit("sd1", "conversation", "", nil)
+	e.submit("sd2", "conversation", "", nil)
+	c1 := e.claim(nil) // recorded (inside the first lease after Open), cached on first
+	c2 := e.claim(nil)
+	e.svc = other
+	e.must("extend", map[string]any{"token": c1.Token}, nil) // first's cache is stale now
+	e.must("ack", map[string]any{"token": c2.Token}, nil)    // and the item is settled
+
+	e.svc = first
+	e.must("dead", map[string]any{"token": c1.Token, "reason": "poison"}, nil)
+	if err := e.do("dead", map[string]any{"token": c2.Token, "reason": "poison"}, nil); codeOf(err) != 409 {
+		t.Fatalf("dead of an item another engine acked: %v, want 409", err)
+	}
+	var dl deadListReply
+	e.must("dead_list", map[string]any{}, &dl)
+	if len(dl.Items) != 1 || dl.Items[0].ID != c1.ID {
+		t.Fatalf("dead_list = %+v, want exactly the one dead item", dl)
+	}
+}
