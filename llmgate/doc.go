@@ -76,7 +76,9 @@
 // keeping result order. [Transport] is an http.RoundTripper that gates calls
 // to an OpenAI-compatible server by the body's model, holds the slot until
 // the response body is read or closed, and can send the class's rank as the
-// vLLM request field "priority".
+// vLLM request field "priority". Gates are never evicted, so a Transport
+// gates at most [Transport.MaxModels] distinct models (1024 by default) and
+// refuses a request for one more with [ErrTooManyModels].
 //
 // # Observability
 //

@@ -20,6 +20,10 @@ const DefaultModelCapacity = 32
 // [Transport.MaxBodyBytes] is zero.
 const DefaultMaxBodyBytes = 32 << 20
 
+// DefaultMaxModels is the number of distinct models a Transport gates when
+// [Transport.MaxModels] is zero.
+const DefaultMaxModels = 1024
+
 // gatedPaths are the OpenAI-compatible endpoints the Transport gates, matched
 // at the end of the URL path (so a server mounted under a prefix is gated).
 var gatedPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings"}
@@ -67,9 +71,16 @@ type Transport struct {
 	// with [ErrBodyTooLarge]. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
-	once sync.Once
-	reg  *Registry
-	caps map[string]int
+	// MaxModels bounds the distinct models the Transport gates, the
+	// models in Capacities included; a request for one more fails with
+	// [ErrTooManyModels]. Zero means DefaultMaxModels.
+	MaxModels int
+
+	once   sync.Once
+	reg    *Registry
+	caps   map[string]int
+	mu     sync.Mutex
+	models map[string]struct{} // the model keys seen, Capacities' included
 }
 
 // RoundTrip implements [http.RoundTripper].
@@ -86,7 +97,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	info, isObject := scanBody(b)
-	g := t.gate(info.model)
+	g, err := t.gate(info.model)
+	if err != nil {
+		return nil, err
+	}
 	ctx := req.Context()
 	if err := g.Acquire(ctx); err != nil {
 		return nil, err
@@ -141,16 +155,19 @@ func (t *Transport) readBody(req *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// gate returns the gate of model at its configured capacity.
-func (t *Transport) gate(model string) *Gate {
+// gate returns the gate of model at its configured capacity, or
+// ErrTooManyModels for a new model past MaxModels.
+func (t *Transport) gate(model string) (*Gate, error) {
 	t.once.Do(func() {
 		t.reg = t.Registry
 		if t.reg == nil {
 			t.reg = NewRegistry(Config{})
 		}
 		t.caps = make(map[string]int, len(t.Capacities))
+		t.models = make(map[string]struct{}, len(t.Capacities))
 		for m, c := range t.Capacities {
 			t.caps[modelKey(m)] = max(1, c)
+			t.models[modelKey(m)] = struct{}{}
 		}
 	})
 	key := modelKey(model)
@@ -160,8 +177,28 @@ func (t *Transport) gate(model string) *Gate {
 		if c <= 0 {
 			c = DefaultModelCapacity
 		}
+		limit := t.MaxModels
+		if limit <= 0 {
+			limit = DefaultMaxModels
+		}
+		t.mu.Lock()
+		_, seen := t.models[key]
+		if !seen && len(t.models) >= limit {
+			t.mu.Unlock()
+			return nil, fmt.Errorf("%w: %q would be model %d of at most %d", ErrTooManyModels, truncateModel(key), len(t.models)+1, limit)
+		}
+		t.models[key] = struct{}{}
+		t.mu.Unlock()
 	}
-	return t.reg.Gate(key, c)
+	return t.reg.Gate(key, c), nil
+}
+
+// truncateModel shortens a model name for an error text.
+func truncateModel(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // heldBody is a response body that releases its gate slot at its end or

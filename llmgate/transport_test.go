@@ -284,6 +284,43 @@ func TestTransportErrors(t *testing.T) {
 	}
 }
 
+// TestTransportMaxModels: past MaxModels distinct models a new one is
+// refused before anything is sent, the known ones (and those configured in
+// Capacities) keep working.
+func TestTransportMaxModels(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), httpDeadline)
+	defer cancel()
+	reg := NewRegistry(Config{})
+	sent := 0
+	tr := &Transport{Registry: reg, MaxModels: 3, Capacities: map[string]int{"Configured": 2},
+		Base: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			sent++
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+		})}
+	post := func(model string) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://llm.invalid/v1/completions", strings.NewReader(`{"model":"`+model+`"}`))
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	for _, m := range []string{"a", "B", "configured", "b", "A"} {
+		if err := post(m); err != nil {
+			t.Fatalf("model %q: %v", m, err)
+		}
+	}
+	if err := post("c"); !errors.Is(err, ErrTooManyModels) {
+		t.Fatalf("a fourth distinct model: %v, want ErrTooManyModels", err)
+	}
+	if sent != 5 {
+		t.Fatalf("%d requests sent, want 5 (the refused one is not)", sent)
+	}
+	if err := post("a"); err != nil {
+		t.Fatalf("a known model after the refusal: %v", err)
+	}
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
