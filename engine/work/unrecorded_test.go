@@ -20,6 +20,19 @@ func (e *env) storedRecord(id string) record {
 	return rec
 }
 
+// another opens a second engine on e's JetStream, closed when the test ends.
+func (e *env) another(cfg Config) *Service {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.t.Context(), 10*time.Second) // setup deadline
+	defer cancel()
+	svc, err := Open(ctx, e.js, cfg)
+	if err != nil {
+		e.t.Fatalf("Open: %v", err)
+	}
+	e.t.Cleanup(func() { _ = svc.Close() })
+	return svc
+}
+
 // warm moves e's service past its first Lease after Open, when every
 // grant is recorded.
 func (e *env) warm(svcs ...*Service) {
@@ -122,13 +135,7 @@ func TestUnrecordedGrantExpiresByTheToken(t *testing.T) {
 // compare-and-set fences the first engine afterwards.
 func TestUnrecordedGrantSettledByAnotherEngine(t *testing.T) {
 	e := newEnv(t, Config{RecordAfter: time.Hour})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	other, err := Open(ctx, e.js, Config{RecordAfter: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
+	other := e.another(Config{RecordAfter: time.Hour})
 	first := e.svc
 	e.warm(other)
 
@@ -284,13 +291,7 @@ func TestStaleCacheDoesNotFenceExtendedLease(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	for _, warm := range []bool{false, true} {
 		e := newEnv(t, Config{Now: clock, RecordAfter: time.Hour})
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		other, err := Open(ctx, e.js, Config{Now: clock, RecordAfter: time.Hour})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = other.Close() })
+		other := e.another(Config{Now: clock, RecordAfter: time.Hour})
 		if warm {
 			e.warm(other)
 		}
@@ -388,13 +389,7 @@ func TestRepeatedFirstDeliveryFencesOlderToken(t *testing.T) {
 	if err := e.js.DeleteConsumer(ctx, StreamName, p.consumerName()); err != nil {
 		t.Fatal(err)
 	}
-	octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
-	defer ocancel()
-	restarted, err := Open(octx, e.js, Config{RecordAfter: time.Hour}) // recreates the consumer
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = restarted.Close() })
+	restarted := e.another(Config{RecordAfter: time.Hour}) // recreates the consumer
 	first := e.svc
 	e.svc = restarted
 	if _, err := restarted.ensureConsumer(ctx, p); err != nil {
@@ -421,13 +416,7 @@ func TestRepeatedFirstDeliveryFencesOlderToken(t *testing.T) {
 // this engine knows of: stale counts are re-read.
 func TestPriorityAcrossEngines(t *testing.T) {
 	e := newEnv(t, Config{})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	other, err := Open(ctx, e.js, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
+	other := e.another(Config{})
 	first := e.svc
 	e.submit("bg", "codebase", "", nil)
 	e.svc = other
@@ -446,13 +435,7 @@ func TestPriorityAcrossEngines(t *testing.T) {
 // the stored record fences it.
 func TestNoStrayDeadLetterFromStaleCache(t *testing.T) {
 	e := newEnv(t, Config{})
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	other, err := Open(ctx, e.js, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
+	other := e.another(Config{})
 	first := e.svc
 
 	e.submit("sd1", "conversation", "", nil)
