@@ -35,7 +35,6 @@ type cachedRec struct {
 // Callers hold the item's stripe lock.
 func (s *Service) getRecord(ctx context.Context, id string, fresh bool) (record, uint64, bool, error) {
 	if !fresh {
-		s.checkServer(s.cfg.Now())
 		s.cmu.Lock()
 		c, ok := s.recs[id]
 		s.cmu.Unlock()

@@ -15,9 +15,6 @@ import (
 // right after an ack's reply no longer counts the acked item, for a plain
 // ack and an ack with next alike.
 func TestReplicatedStatsAfterAck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-node cluster")
-	}
 	srvs := natstest.RunCluster(t, 3)
 	nc := natstest.Connect(t, srvs[0])
 	js, err := jetstream.New(nc)

@@ -361,6 +361,7 @@ func (s *Service) Handle(ctx context.Context, req protocol.Request) (any, error)
 	if closed {
 		return nil, protocol.Errorf(protocol.CodeBusy, "BUSY: work service closed, retry with backoff")
 	}
+	s.checkServer(s.cfg.Now())
 	var (
 		v   any
 		err error
@@ -466,9 +467,9 @@ func (s *Service) track(rec record, c priority.Class, unrecorded bool) {
 }
 
 // settled reports whether unrecorded grants may be given at now: one Lease
-// after Open and after the last change of server (checkServer).
+// after Open and after the last change of server (checkServer, run by
+// Handle before every operation).
 func (s *Service) settled(now time.Time) bool {
-	s.checkServer(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return now.Sub(s.openedAt) >= s.cfg.Lease
